@@ -1,0 +1,117 @@
+# sbx: the static agent for seven architectures, the host library and CLI, and their tests.
+# `make` builds everything; `make check` runs the tests; `make size` prints agent sizes.
+# Toolchain libraries (musl for riscv64, BearSSL, libarchive) are built once per architecture
+# into $(SBX_CACHE) by toolchain/build.sh from pinned Debian source packages.
+
+SBX_CACHE ?= build/cache
+override SBX_CACHE := $(abspath $(SBX_CACHE))
+export SBX_CACHE
+
+ARCHES := x86_64 aarch64 armv7 i386 riscv64 ppc64le s390x
+B := build
+# build.sh runs every time: it is a no-op while its stamp holds the digest of the pins and the
+# toolchain scripts, and rewrites the stamp (so dependents rebuild) only when it rebuilt.
+FORCE:
+
+pin = $(shell . toolchain/pins && echo $$$(1))
+LIBARCHIVE_VERSION := $(call pin,LIBARCHIVE_VERSION)
+BEARSSL_VERSION := $(call pin,BEARSSL_VERSION)
+archvar = $(shell export SBX_CACHE='$(SBX_CACHE)'; . toolchain/arch.sh && sbx_arch $(1) && echo $$$(2))
+
+WARN := -std=c11 -Wall -Wextra -Werror -pedantic -D_GNU_SOURCE
+
+# ---- agents (musl, static, stripped) ----------------------------------------------------
+
+AGENT_SRC := $(wildcard agent/*.c) $(wildcard shared/*.c)
+AGENT_CFLAGS := $(WARN) -Os -ffunction-sections -fdata-sections -Ishared \
+	-DSBX_LIBARCHIVE_DEBIAN='"$(LIBARCHIVE_VERSION)"' -DSBX_BEARSSL_DEBIAN='"$(BEARSSL_VERSION)"'
+AGENTS := $(foreach a,$(ARCHES),$(B)/agent/$(a)/sbx-agent)
+
+define agent_rules
+AGENT_CC_$(1) := $(call archvar,$(1),MUSLCC)
+AGENT_OBJ_$(1) := $(patsubst %.c,$(B)/agent/$(1)/obj/%.o,$(AGENT_SRC))
+
+$(SBX_CACHE)/$(1)/.stamp: FORCE
+	@toolchain/build.sh $(1)
+
+$(B)/agent/$(1)/obj/%.o: %.c $(SBX_CACHE)/$(1)/.stamp
+	@mkdir -p $$(@D)
+	$$(AGENT_CC_$(1)) $(AGENT_CFLAGS) -I$(SBX_CACHE)/$(1)/include -MMD -MP -c -o $$@ $$<
+
+$(B)/agent/$(1)/sbx-agent: $$(AGENT_OBJ_$(1))
+	$$(AGENT_CC_$(1)) -static -s -Wl,--gc-sections -o $$@ $$^ -L$(SBX_CACHE)/$(1)/lib -larchive -lbearssl
+
+-include $$(AGENT_OBJ_$(1):.o=.d)
+endef
+$(foreach a,$(ARCHES),$(eval $(call agent_rules,$(a))))
+
+# ---- host: libsbx.a, libsbx.so, sbx (glibc, system compiler) ---------------------------
+
+HOST_CC ?= cc
+ifeq ($(SAN),1)
+H := $(B)/san/host
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+else
+H := $(B)/host
+SANFLAGS :=
+endif
+HOST_CFLAGS := $(WARN) -O2 -g -fPIC $(SANFLAGS) -Ishared -Ihost -I$(SBX_CACHE)/host/include
+HOST_LDFLAGS := $(SANFLAGS)
+LIB_SRC := $(filter-out host/cli.c,$(wildcard host/*.c)) $(wildcard shared/*.c)
+LIB_OBJ := $(patsubst %.c,$(H)/obj/%.o,$(LIB_SRC))
+BEARSSL_HOST := $(SBX_CACHE)/host/lib/libbearssl.a
+
+$(SBX_CACHE)/host/.stamp: FORCE
+	@toolchain/build.sh host
+
+$(H)/obj/%.o: %.c $(SBX_CACHE)/host/.stamp
+	@mkdir -p $(@D)
+	$(HOST_CC) $(HOST_CFLAGS) -MMD -MP -c -o $@ $<
+
+# libsbx.a carries BearSSL's objects too, so a user links one archive.
+$(H)/libsbx.a: $(LIB_OBJ) $(SBX_CACHE)/host/.stamp
+	@rm -f $@
+	printf 'create $@\n$(foreach o,$(LIB_OBJ),addmod $(o)\n)addlib $(BEARSSL_HOST)\nsave\nend\n' | ar -M
+
+$(H)/libsbx.so: $(LIB_OBJ) $(SBX_CACHE)/host/.stamp
+	$(HOST_CC) -shared -Wl,-soname,libsbx.so.0 -Wl,--exclude-libs,ALL $(HOST_LDFLAGS) -o $@ $(LIB_OBJ) $(BEARSSL_HOST)
+
+$(H)/sbx: $(H)/obj/host/cli.o $(H)/libsbx.a
+	$(HOST_CC) $(HOST_LDFLAGS) -o $@ $^
+
+-include $(LIB_OBJ:.o=.d) $(H)/obj/host/cli.d
+
+HOST := $(H)/sbx $(H)/libsbx.a $(H)/libsbx.so
+
+# ---- tests -------------------------------------------------------------------------------
+
+TEST_SRC := $(wildcard tests/unit/test_*.c)
+TESTS := $(patsubst tests/unit/%.c,$(H)/tests/%,$(TEST_SRC))
+
+$(H)/tests/%: tests/unit/%.c $(H)/libsbx.a
+	@mkdir -p $(@D)
+	$(HOST_CC) $(HOST_CFLAGS) -MMD -MP -o $@ $< $(H)/libsbx.a $(HOST_LDFLAGS) -lcmocka
+
+-include $(TESTS:=.d)
+
+# ---- targets -----------------------------------------------------------------------------
+
+.PHONY: all agents host check size clean distclean format FORCE
+all: agents host
+agents: $(AGENTS)
+host: $(HOST)
+
+check: $(AGENTS) $(HOST) $(TESTS)
+	tests/run.sh $(H)
+
+size: $(AGENTS)
+	@tests/size.sh $(ARCHES)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(B)/agent $(B)/host $(B)/san
+
+distclean:
+	rm -rf $(B)

@@ -1,0 +1,50 @@
+/* sbx-agent: the static program injected into a sandbox. This file only dispatches the
+ * command line; each command lives in its own file. */
+#include <archive.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../shared/arch.h"
+#include "../shared/version.h"
+#include "selftest.h"
+
+#ifndef SBX_LIBARCHIVE_DEBIAN
+#error "build with -DSBX_LIBARCHIVE_DEBIAN=\"version\" (the Makefile passes toolchain/pins)"
+#endif
+#ifndef SBX_BEARSSL_DEBIAN
+#error "build with -DSBX_BEARSSL_DEBIAN=\"version\""
+#endif
+
+static void usage(FILE *f)
+{
+	fputs("usage: sbx-agent --version | selftest | help\n"
+	      "  --version  version, architecture, libarchive and BearSSL versions\n"
+	      "  selftest   check libarchive (pax round trip) and BearSSL (SHA-256, HMAC "
+	      "vectors)\n",
+	      f);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	const char *cmd = argv[1];
+	if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+		printf("sbx-agent %s %s libarchive %s (Debian %s) BearSSL (Debian %s)\n",
+		       SBX_VERSION, sbx_arch_self(),
+		       archive_version_string() + strlen("libarchive "), SBX_LIBARCHIVE_DEBIAN,
+		       SBX_BEARSSL_DEBIAN);
+		return 0;
+	}
+	if (strcmp(cmd, "selftest") == 0)
+		return sbx_selftest_run(stdout) == 0 ? 0 : 1;
+	if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	fprintf(stderr, "sbx-agent: unknown command '%s'\n", cmd);
+	usage(stderr);
+	return 2;
+}

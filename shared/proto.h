@@ -1,0 +1,124 @@
+/* Message schemas of protocol version 1: operation codes, field tags, channels and limits.
+ * docs/protocol.md is the prose version of this file; keep them together. */
+#ifndef SBX_PROTO_H
+#define SBX_PROTO_H
+
+#include <stdint.h>
+
+#define SBX_PROTO_MIN 1 /* oldest version this build speaks */
+#define SBX_PROTO_MAX 1 /* newest */
+
+/* Initial credit window of every DATA channel, each direction, unless HELLO/WELCOME say
+ * otherwise. */
+#define SBX_WINDOW_DEFAULT (1024u * 1024u)
+/* DATA frames carry at most this many bytes, so a control frame waits behind at most one. */
+#define SBX_DATA_CHUNK (64u * 1024u)
+
+/* The canary both sides send in the handshake: bytes a tty or a text-mode channel rewrites
+ * (CR, LF, NUL, DEL, ESC, ^C, ^D, ^Z, 0xff). A changed canary means the channel mangles bytes. */
+#define SBX_CANARY "\r\n\n\r\0\x7f\x1b\x03\x04\x1a\xff\xfe\r"
+#define SBX_CANARY_LEN 13
+
+enum sbx_op {
+	SBX_OP_KIND = 1,
+	SBX_OP_STAT = 2,
+	SBX_OP_RESOLVE = 3,
+	SBX_OP_LANDS_CLEAR = 4,
+	SBX_OP_EXEC = 5,
+};
+
+/* Capability bits in HELLO. */
+enum sbx_cap {
+	SBX_CAP_OPENAT2 = 1 << 0,
+	SBX_CAP_PIDFD = 1 << 1,
+	SBX_CAP_SUBREAPER = 1 << 2,
+	SBX_CAP_INOTIFY = 1 << 3,
+	SBX_CAP_PTY = 1 << 4,
+	SBX_CAP_SIGNALFD = 1 << 5,
+	SBX_CAP_TIMERFD = 1 << 6,
+};
+
+/* DATA channels. */
+enum sbx_chan {
+	SBX_CH_STDIN = 0,
+	SBX_CH_STDOUT = 1,
+	SBX_CH_STDERR = 2,
+	SBX_CH_COUNT = 3,
+};
+
+/* Field tags. Tags 1-9 are common to every message that uses them. */
+enum sbx_tag {
+	/* common */
+	SBX_T_STATUS = 1,  /* RESPONSE: 0 ok, else an enum sbx_err_class */
+	SBX_T_ERRNO = 2,   /* errno behind a failure */
+	SBX_T_MESSAGE = 3, /* human-readable text: error or warning */
+	SBX_T_OP = 4,      /* REQUEST: enum sbx_op */
+
+	/* HELLO / WELCOME */
+	SBX_T_PROTO_MIN = 10,
+	SBX_T_PROTO_MAX = 11,
+	SBX_T_VERSION = 12, /* WELCOME: the version chosen */
+	SBX_T_AGENT_VERSION = 13,
+	SBX_T_ARCH = 14,
+	SBX_T_UID = 15,
+	SBX_T_EUID = 16,
+	SBX_T_KERNEL = 17,
+	SBX_T_CAPS = 18,
+	SBX_T_CGROUP = 19, /* 0 none, 1 v1 (or hybrid), 2 v2 */
+	SBX_T_SELF_SHA256 = 20,
+	SBX_T_CANARY = 21,
+	SBX_T_MAX_PAYLOAD = 22,
+	SBX_T_WINDOW = 23,
+	SBX_T_PID = 24,
+	SBX_T_GID = 25,
+	SBX_T_EGID = 26,
+
+	/* probes */
+	SBX_T_PATH = 30,  /* repeated for STAT, and KEEP_OUT's partner */
+	SBX_T_KIND = 31,  /* "dir" / "file" / "absent" */
+	SBX_T_ENTRY = 32, /* STAT result: a nested message per path */
+	SBX_T_TYPE = 33,  /* "file" "dir" "symlink" "fifo" "socket" "chardev" "blockdev" */
+	SBX_T_MODE = 34,
+	SBX_T_GID_OF = 35,
+	SBX_T_UID_OF = 36,
+	SBX_T_SIZE = 37,
+	SBX_T_MTIME_NS = 38,
+	SBX_T_TARGET = 39, /* symlink target */
+	SBX_T_KEEP_OUT = 40,
+	SBX_T_CLEAR = 41,    /* LANDS_CLEAR result: 1 clear, 0 diverted into keep_out */
+	SBX_T_PHYSICAL = 42, /* the physical path a probe resolved */
+
+	/* exec */
+	SBX_T_ARGV = 50, /* repeated */
+	SBX_T_SHELL = 51,
+	SBX_T_CWD = 52,
+	SBX_T_ENV = 53, /* repeated "K=V" */
+	SBX_T_ENV_CLEAR = 54,
+	SBX_T_USER = 55,
+	SBX_T_TIMEOUT_MS = 56,
+	SBX_T_STDIN = 57, /* 1: stdin streams from the host; 0: /dev/null */
+	SBX_T_OUTCOME = 58, /* enum sbx_exec_outcome */
+	SBX_T_CODE = 59,
+	SBX_T_SIGNAL = 60,
+	SBX_T_USER_FALLBACK = 61,
+	SBX_T_DURATION_NS = 62,
+	SBX_T_LINGER_MS = 63,
+};
+
+enum sbx_exec_outcome {
+	SBX_EXEC_EXITED = 0,
+	SBX_EXEC_SIGNALED = 1,
+	SBX_EXEC_TIMED_OUT = 2,
+	SBX_EXEC_NOT_STARTED = 3,
+};
+
+/* Picks the version both sides speak: the highest in both ranges. Returns it, or 0 when the
+ * ranges do not overlap. */
+static inline int sbx_proto_choose(int64_t a_min, int64_t a_max, int64_t b_min, int64_t b_max)
+{
+	int64_t hi = a_max < b_max ? a_max : b_max;
+	int64_t lo = a_min > b_min ? a_min : b_min;
+	return hi >= lo && hi > 0 && hi <= 0xffff ? (int)hi : 0;
+}
+
+#endif
