@@ -18,6 +18,13 @@ LIBARCHIVE_VERSION := $(call pin,LIBARCHIVE_VERSION)
 BEARSSL_VERSION := $(call pin,BEARSSL_VERSION)
 archvar = $(shell export SBX_CACHE='$(SBX_CACHE)'; . toolchain/arch.sh && sbx_arch $(1) && echo $$$(2))
 
+# Quiet by default; V=1 prints every command.
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
 WARN := -std=c11 -Wall -Wextra -Werror -pedantic -D_GNU_SOURCE
 
 # ---- agents (musl, static, stripped) ----------------------------------------------------
@@ -36,10 +43,12 @@ $(SBX_CACHE)/$(1)/.stamp: FORCE
 
 $(B)/agent/$(1)/obj/%.o: %.c $(SBX_CACHE)/$(1)/.stamp
 	@mkdir -p $$(@D)
-	$$(AGENT_CC_$(1)) $(AGENT_CFLAGS) -I$(SBX_CACHE)/$(1)/include -MMD -MP -c -o $$@ $$<
+	@echo "  CC $(1) $$<"
+	$(Q)$$(AGENT_CC_$(1)) $(AGENT_CFLAGS) -I$(SBX_CACHE)/$(1)/include -MMD -MP -c -o $$@ $$<
 
 $(B)/agent/$(1)/sbx-agent: $$(AGENT_OBJ_$(1))
-	$$(AGENT_CC_$(1)) -static -s -Wl,--gc-sections -o $$@ $$^ -L$(SBX_CACHE)/$(1)/lib -larchive -lbearssl
+	@echo "  LD $$@"
+	$(Q)$$(AGENT_CC_$(1)) -static -s -Wl,--gc-sections -o $$@ $$^ -L$(SBX_CACHE)/$(1)/lib -larchive -lbearssl
 
 -include $$(AGENT_OBJ_$(1):.o=.d)
 endef
@@ -55,9 +64,9 @@ else
 H := $(B)/host
 SANFLAGS :=
 endif
-HOST_CFLAGS := $(WARN) -O2 -g -fPIC $(SANFLAGS) -Ishared -Ihost -I$(SBX_CACHE)/host/include
+HOST_CFLAGS := $(WARN) -O2 -g -fPIC $(SANFLAGS) -Ishared -Ihost -Irunner -I$(SBX_CACHE)/host/include
 HOST_LDFLAGS := $(SANFLAGS)
-LIB_SRC := $(filter-out host/cli.c,$(wildcard host/*.c)) $(wildcard shared/*.c)
+LIB_SRC := $(filter-out host/cli.c,$(wildcard host/*.c)) $(wildcard shared/*.c) $(wildcard runner/*.c)
 LIB_OBJ := $(patsubst %.c,$(H)/obj/%.o,$(LIB_SRC))
 BEARSSL_HOST := $(SBX_CACHE)/host/lib/libbearssl.a
 
@@ -66,18 +75,22 @@ $(SBX_CACHE)/host/.stamp: FORCE
 
 $(H)/obj/%.o: %.c $(SBX_CACHE)/host/.stamp
 	@mkdir -p $(@D)
-	$(HOST_CC) $(HOST_CFLAGS) -MMD -MP -c -o $@ $<
+	@echo "  CC host $<"
+	$(Q)$(HOST_CC) $(HOST_CFLAGS) -MMD -MP -c -o $@ $<
 
 # libsbx.a carries BearSSL's objects too, so a user links one archive.
 $(H)/libsbx.a: $(LIB_OBJ) $(SBX_CACHE)/host/.stamp
 	@rm -f $@
-	printf 'create $@\n$(foreach o,$(LIB_OBJ),addmod $(o)\n)addlib $(BEARSSL_HOST)\nsave\nend\n' | ar -M
+	@echo "  AR $@"
+	$(Q)printf 'create $@\n$(foreach o,$(LIB_OBJ),addmod $(o)\n)addlib $(BEARSSL_HOST)\nsave\nend\n' | ar -M
 
 $(H)/libsbx.so: $(LIB_OBJ) $(SBX_CACHE)/host/.stamp
-	$(HOST_CC) -shared -Wl,-soname,libsbx.so.0 -Wl,--exclude-libs,ALL $(HOST_LDFLAGS) -o $@ $(LIB_OBJ) $(BEARSSL_HOST)
+	@echo "  LD $@"
+	$(Q)$(HOST_CC) -shared -Wl,-soname,libsbx.so.0 -Wl,--exclude-libs,ALL $(HOST_LDFLAGS) -o $@ $(LIB_OBJ) $(BEARSSL_HOST)
 
 $(H)/sbx: $(H)/obj/host/cli.o $(H)/libsbx.a
-	$(HOST_CC) $(HOST_LDFLAGS) -o $@ $^
+	@echo "  LD $@"
+	$(Q)$(HOST_CC) $(HOST_LDFLAGS) -o $@ $^
 
 -include $(LIB_OBJ:.o=.d) $(H)/obj/host/cli.d
 
@@ -88,21 +101,43 @@ HOST := $(H)/sbx $(H)/libsbx.a $(H)/libsbx.so
 TEST_SRC := $(wildcard tests/unit/test_*.c)
 TESTS := $(patsubst tests/unit/%.c,$(H)/tests/%,$(TEST_SRC))
 
+# Tests of agent-side code compile that code for the host too.
+$(H)/tests/test_probe: TEST_EXTRA := agent/probe.c
+
 $(H)/tests/%: tests/unit/%.c $(H)/libsbx.a
 	@mkdir -p $(@D)
-	$(HOST_CC) $(HOST_CFLAGS) -MMD -MP -o $@ $< $(H)/libsbx.a $(HOST_LDFLAGS) -lcmocka
+	@echo "  CC test $<"
+	$(Q)$(HOST_CC) $(HOST_CFLAGS) -Iagent -MMD -MP -o $@ $< $(TEST_EXTRA) $(H)/libsbx.a \
+		$(HOST_LDFLAGS) -lcmocka
+
+# ---- fuzz targets (clang, libFuzzer) -------------------------------------------------------
+# `make fuzz` builds them; `make check` replays each seed corpus once (fuzz/corpus/NAME/);
+# `build/fuzz/fuzz_NAME fuzz/corpus/NAME -max_total_time=60` fuzzes for real.
+
+FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
+FUZZERS := $(patsubst fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRC))
+FUZZ_LIB_SRC := $(wildcard shared/*.c) host/json.c
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+	-Ishared -Ihost -I$(SBX_CACHE)/host/include
+
+$(B)/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) $(SBX_CACHE)/host/.stamp
+	@mkdir -p $(@D)
+	@echo "  FUZZ $@"
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_LIB_SRC) $(BEARSSL_HOST)
 
 -include $(TESTS:=.d)
 
 # ---- targets -----------------------------------------------------------------------------
 
-.PHONY: all agents host check size clean distclean format FORCE
+.PHONY: all agents host check size clean distclean format fuzz bench-session FORCE
 all: agents host
 agents: $(AGENTS)
 host: $(HOST)
 
-check: $(AGENTS) $(HOST) $(TESTS)
-	tests/run.sh $(H)
+fuzz: $(FUZZERS)
+
+check: $(AGENTS) $(HOST) $(TESTS) $(FUZZERS)
+	tests/run.sh $(H) $(B)/fuzz
 
 size: $(AGENTS)
 	@tests/size.sh $(ARCHES)
@@ -111,7 +146,7 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(B)/agent $(B)/host $(B)/san
+	rm -rf $(B)/agent $(B)/host $(B)/san $(B)/fuzz $(B)/bench
 
 distclean:
 	rm -rf $(B)

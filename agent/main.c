@@ -7,6 +7,7 @@
 #include "../shared/arch.h"
 #include "../shared/version.h"
 #include "selftest.h"
+#include "serve.h"
 
 #ifndef SBX_LIBARCHIVE_DEBIAN
 #error "build with -DSBX_LIBARCHIVE_DEBIAN=\"version\" (the Makefile passes toolchain/pins)"
@@ -17,7 +18,7 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: sbx-agent --version | selftest | help\n"
+	fputs("usage: sbx-agent --version | selftest | serve | help\n"
 	      "  --version  version, architecture, libarchive and BearSSL versions\n"
 	      "  selftest   check libarchive (pax round trip) and BearSSL (SHA-256, HMAC "
 	      "vectors)\n",
@@ -38,6 +39,8 @@ int main(int argc, char **argv)
 		       SBX_BEARSSL_DEBIAN);
 		return 0;
 	}
+	if (strcmp(cmd, "serve") == 0)
+		return sbx_serve(0, 1);
 	if (strcmp(cmd, "selftest") == 0)
 		return sbx_selftest_run(stdout) == 0 ? 0 : 1;
 	if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0) {

@@ -47,7 +47,7 @@ int sbx_frame_type_known(uint8_t type)
 }
 
 void sbx_frame_header(uint8_t out[SBX_FRAME_HDR], uint8_t type, uint8_t flags, uint32_t stream,
-		      uint32_t len)
+                      uint32_t len)
 {
 	out[0] = SBX_FRAME_MAGIC0;
 	out[1] = SBX_FRAME_MAGIC1;
@@ -105,7 +105,7 @@ static enum sbx_dec_error check_header(struct sbx_frame_dec *d)
 }
 
 enum sbx_dec_status sbx_frame_dec_feed(struct sbx_frame_dec *d, const uint8_t *in, size_t len,
-				       size_t *used, struct sbx_frame *out)
+                                       size_t *used, struct sbx_frame *out)
 {
 	size_t pos = 0;
 	*used = 0;

@@ -19,9 +19,9 @@
 #define SBX_FRAME_MAX_PAYLOAD (1u << 20)
 
 enum sbx_frame_type {
-	SBX_F_HELLO = 0x01,    /* agent -> host, stream 0: who the agent is */
-	SBX_F_WELCOME = 0x02,  /* host -> agent, stream 0: the version chosen */
-	SBX_F_PING = 0x03,     /* either way: echo the payload in a PONG on the same stream */
+	SBX_F_HELLO = 0x01,   /* agent -> host, stream 0: who the agent is */
+	SBX_F_WELCOME = 0x02, /* host -> agent, stream 0: the version chosen */
+	SBX_F_PING = 0x03,    /* either way: echo the payload in a PONG on the same stream */
 	SBX_F_PONG = 0x04,
 	SBX_F_REQUEST = 0x10,  /* host -> agent: opens a stream with an operation */
 	SBX_F_RESPONSE = 0x11, /* agent -> host: the operation's result; closes the stream */
@@ -47,7 +47,7 @@ int sbx_frame_type_known(uint8_t type);
 
 /* Writes the 16-byte header for a frame. */
 void sbx_frame_header(uint8_t out[SBX_FRAME_HDR], uint8_t type, uint8_t flags, uint32_t stream,
-		      uint32_t len);
+                      uint32_t len);
 
 /* CRC-32 (IEEE 802.3, reflected, as zlib computes it). */
 uint32_t sbx_crc32(const void *data, size_t len);
@@ -82,7 +82,7 @@ void sbx_frame_dec_init(struct sbx_frame_dec *d, uint8_t *buf, size_t cap);
  * the caller calls again with the rest) or the input is exhausted (SBX_DEC_NEED, *used = len).
  * A frame's payload points into the decoder's buffer. */
 enum sbx_dec_status sbx_frame_dec_feed(struct sbx_frame_dec *d, const uint8_t *in, size_t len,
-				       size_t *used, struct sbx_frame *out);
+                                       size_t *used, struct sbx_frame *out);
 
 /* 1 when a frame is partly assembled: an end of input now means a truncated stream. */
 int sbx_frame_dec_midframe(const struct sbx_frame_dec *d);

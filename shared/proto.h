@@ -96,13 +96,14 @@ enum sbx_tag {
 	SBX_T_ENV_CLEAR = 54,
 	SBX_T_USER = 55,
 	SBX_T_TIMEOUT_MS = 56,
-	SBX_T_STDIN = 57, /* 1: stdin streams from the host; 0: /dev/null */
+	SBX_T_STDIN = 57,   /* 1: stdin streams from the host; 0: /dev/null */
 	SBX_T_OUTCOME = 58, /* enum sbx_exec_outcome */
 	SBX_T_CODE = 59,
 	SBX_T_SIGNAL = 60,
 	SBX_T_USER_FALLBACK = 61,
 	SBX_T_DURATION_NS = 62,
 	SBX_T_LINGER_MS = 63,
+	SBX_T_NOTE = 64, /* a remark that is not an error: the user fallback */
 };
 
 enum sbx_exec_outcome {

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# run.sh HOSTDIR: runs the cmocka unit tests, then every agent's selftest natively and under
-# qemu-ARCH-static, and ends with one line "N passed, N failed" (exit 1 when any failed).
+# run.sh HOSTDIR FUZZDIR: runs the cmocka unit tests, the session integration tests over the
+# local and qemu:aarch64 runners, every agent's selftest natively and under qemu-ARCH-static,
+# a session smoke test on every architecture, and the fuzz targets over their seed corpora;
+# ends with one line "N passed, N failed" (exit 1 when any failed).
 set -u
 hostdir=$1
+fuzzdir=${2:-}
 top=$(cd "$(dirname "$0")/.." && pwd)
 passed=0
 failed=0
@@ -37,16 +40,25 @@ one() { # name, command...: a check that passes when the command exits 0
 }
 
 echo "== unit tests (cmocka)"
+export SBX_AGENT_DIR="$top/build/agent"
+cmocka() { # name, command...
+	local out=/tmp/sbx-unit.$$ name=$1
+	shift
+	"$@" >"$out" 2>&1
+	local rc=$?
+	cat "$out"
+	count_cmocka "$name" "$out" $rc
+	rm -f "$out"
+}
 for t in "$hostdir"/tests/test_*; do
 	[ -x "$t" ] || continue
-	case $t in *.d) continue ;; esac
-	out=/tmp/sbx-unit.$$
-	"$t" >"$out" 2>&1
-	rc=$?
-	cat "$out"
-	count_cmocka "$(basename "$t")" "$out" $rc
+	case $t in *.d | */test_session) continue ;; esac
+	cmocka "$(basename "$t")" "$t"
 done
-rm -f /tmp/sbx-unit.$$
+
+echo "== session integration (local, qemu:aarch64)"
+cmocka "test_session local" env SBX_TEST_RUNNER=local "$hostdir/tests/test_session"
+cmocka "test_session qemu:aarch64" env SBX_TEST_RUNNER=qemu:aarch64 "$hostdir/tests/test_session"
 
 echo "== agents"
 . "$top/toolchain/arch.sh"
@@ -61,8 +73,24 @@ for a in $SBX_ARCHES; do
 			sh -c "'$agent' --version | grep -q '^sbx-agent [0-9.]* $a libarchive 3\..* BearSSL'"
 	fi
 	one "$a: selftest (qemu)" "$QEMU" "$agent" selftest
+	one "$a: session smoke (hello, kind, stat, exec)" sh -c "
+		sbx='$hostdir/sbx --runner qemu:$a'
+		\$sbx --json hello | grep -q '\"arch\":\"$a\"' &&
+		[ \"\$(\$sbx kind /)\" = dir ] &&
+		\$sbx stat /proc/self | grep -q symlink &&
+		[ \"\$(\$sbx exec -- echo smoke)\" = smoke ] &&
+		{ \$sbx sh 'exit 9'; [ \$? = 9 ]; }"
 done
 one "sbx selftest runs every agent" "$hostdir/sbx" --agent-dir "$top/build/agent" selftest all
+
+if [ -n "$fuzzdir" ]; then
+	echo "== fuzz targets over their seed corpora"
+	for f in "$fuzzdir"/fuzz_*; do
+		[ -x "$f" ] || continue
+		name=${f##*/fuzz_}
+		one "fuzz_$name replays fuzz/corpus/$name" sh -c "'$f' '$top'/fuzz/corpus/$name/*"
+	done
+fi
 
 rm -f /tmp/sbx-check.$$
 echo

@@ -19,7 +19,7 @@ struct stream {
 };
 
 static void add(struct stream *s, uint8_t type, uint8_t flags, uint32_t id, const void *p,
-		uint32_t len)
+                uint32_t len)
 {
 	sbx_frame_header(s->bytes + s->len, type, flags, id, len);
 	memcpy(s->bytes + s->len + SBX_FRAME_HDR, p, len);
@@ -53,8 +53,8 @@ static void decode_in_pieces(const struct stream *s, const size_t *sizes, size_t
 		while (off < piece) {
 			size_t used;
 			struct sbx_frame f;
-			enum sbx_dec_status st =
-				sbx_frame_dec_feed(&d, s->bytes + pos + off, piece - off, &used, &f);
+			enum sbx_dec_status st = sbx_frame_dec_feed(&d, s->bytes + pos + off,
+			                                            piece - off, &used, &f);
 			assert_int_not_equal(st, SBX_DEC_ERROR);
 			off += used;
 			if (st == SBX_DEC_FRAME) {
@@ -107,7 +107,7 @@ static void split_at_every_boundary(void **state)
 }
 
 static enum sbx_dec_status feed_all(struct sbx_frame_dec *d, const uint8_t *p, size_t len,
-				    int *frames)
+                                    int *frames)
 {
 	size_t pos = 0;
 	*frames = 0;
@@ -199,7 +199,7 @@ static void garbage_is_refused_at_once(void **state)
 	size_t used;
 	struct sbx_frame f;
 	assert_int_equal(sbx_frame_dec_feed(&d, (const uint8_t *)junk, strlen(junk), &used, &f),
-			 SBX_DEC_ERROR);
+	                 SBX_DEC_ERROR);
 	assert_int_equal(d.error, SBX_DEC_BAD_MAGIC);
 	assert_true(used <= SBX_FRAME_HDR);
 	assert_non_null(strstr(sbx_dec_error_text(d.error), "magic"));
@@ -257,14 +257,14 @@ static void crc32_known_value(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(split_at_every_boundary),
-		cmocka_unit_test(oversized_length_is_refused),
-		cmocka_unit_test(unknown_type_is_refused),
-		cmocka_unit_test(every_flipped_header_bit_is_caught),
-		cmocka_unit_test(garbage_is_refused_at_once),
-		cmocka_unit_test(tty_newline_rewrite_is_caught),
-		cmocka_unit_test(truncation_is_visible),
-		cmocka_unit_test(crc32_known_value),
+	        cmocka_unit_test(split_at_every_boundary),
+	        cmocka_unit_test(oversized_length_is_refused),
+	        cmocka_unit_test(unknown_type_is_refused),
+	        cmocka_unit_test(every_flipped_header_bit_is_caught),
+	        cmocka_unit_test(garbage_is_refused_at_once),
+	        cmocka_unit_test(tty_newline_rewrite_is_caught),
+	        cmocka_unit_test(truncation_is_visible),
+	        cmocka_unit_test(crc32_known_value),
 	};
 	return cmocka_run_group_tests_name("frame", tests, NULL, NULL);
 }

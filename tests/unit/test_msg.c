@@ -174,20 +174,21 @@ static void version_choice(void **state)
 	assert_int_equal(sbx_proto_choose(3, 4, 1, 2), 0); /* agent too new */
 	assert_int_equal(sbx_proto_choose(0, 0, 0, 0), 0);
 	assert_int_equal(sbx_proto_choose(5, 1, 1, 5), 0); /* an inverted range */
-	assert_int_equal(sbx_proto_choose(SBX_PROTO_MIN, SBX_PROTO_MAX, SBX_PROTO_MIN, SBX_PROTO_MAX),
-			 SBX_PROTO_MAX);
+	assert_int_equal(
+	        sbx_proto_choose(SBX_PROTO_MIN, SBX_PROTO_MAX, SBX_PROTO_MIN, SBX_PROTO_MAX),
+	        SBX_PROTO_MAX);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(fields_round_trip),
-		cmocka_unit_test(writer_overflow_is_sticky),
-		cmocka_unit_test(truncated_fields_are_malformed),
-		cmocka_unit_test(credit_sender),
-		cmocka_unit_test(credit_receiver),
-		cmocka_unit_test(credit_end_to_end),
-		cmocka_unit_test(version_choice),
+	        cmocka_unit_test(fields_round_trip),
+	        cmocka_unit_test(writer_overflow_is_sticky),
+	        cmocka_unit_test(truncated_fields_are_malformed),
+	        cmocka_unit_test(credit_sender),
+	        cmocka_unit_test(credit_receiver),
+	        cmocka_unit_test(credit_end_to_end),
+	        cmocka_unit_test(version_choice),
 	};
 	return cmocka_run_group_tests_name("msg", tests, NULL, NULL);
 }

@@ -1,0 +1,629 @@
+/* The agent's one event loop: frames in on stdin, frames out on stdout, exec jobs' pipes and
+ * SIGCHLD (signalfd), deadlines as poll timeouts. Single-threaded; probes are answered inline
+ * and ahead of bulk data; DATA flows under per-channel credit. */
+#include "serve.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "credit.h"
+#include "exec.h"
+#include "frame.h"
+#include "hello.h"
+#include "msg.h"
+#include "outq.h"
+#include "probe.h"
+#include "proto.h"
+
+/* Bulk bytes queued for stdout past which the agent stops reading jobs' pipes. */
+#define BULK_LIMIT (2u * 1024u * 1024u)
+#define MAX_JOBS 256
+
+struct job {
+	struct job *next;
+	uint32_t stream;
+	pid_t pid;
+	int fd_in, fd_out, fd_err;
+	int reaped, status;
+	struct sbx_spawned sp;
+	int64_t start_ns, deadline_ns, linger_ns, exit_ns;
+	int timed_out, cancelled;
+	struct sbx_credit_tx tx[SBX_CH_COUNT];
+	struct sbx_credit_rx rx_in;
+	uint8_t *inbuf;
+	size_t in_len, in_off;
+	int in_end;
+};
+
+struct serve {
+	int in_fd, out_fd, sig_fd;
+	int in_eof, out_broken, welcomed;
+	struct sbx_frame_dec dec;
+	uint8_t *decbuf;
+	uint8_t *resp; /* response scratch, SBX_FRAME_MAX_PAYLOAD bytes */
+	struct sbx_outq out;
+	struct job *jobs;
+	int njobs;
+	uint64_t host_window; /* credit the host grants per output channel */
+	char fatal[256];
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int fail(struct serve *s, const char *msg)
+{
+	if (s->fatal[0] == '\0')
+		snprintf(s->fatal, sizeof s->fatal, "%s", msg);
+	return -1;
+}
+
+static int queue(struct serve *s, enum sbx_lane lane, uint8_t type, uint8_t flags, uint32_t stream,
+                 const void *p, size_t len)
+{
+	if (sbx_outq_push(&s->out, lane, type, flags, stream, NULL, 0, p, len) != 0)
+		return fail(s, "out of memory queueing a frame");
+	return 0;
+}
+
+static void respond_error(struct serve *s, uint32_t stream, enum sbx_err_class cls, int err,
+                          const char *msg)
+{
+	struct sbx_msgw w;
+	sbx_msgw_init(&w, s->resp, SBX_FRAME_MAX_PAYLOAD);
+	sbx_msgw_i64(&w, SBX_T_STATUS, cls);
+	sbx_msgw_i64(&w, SBX_T_ERRNO, err);
+	sbx_msgw_str(&w, SBX_T_MESSAGE, msg);
+	queue(s, SBX_LANE_CTRL, SBX_F_RESPONSE, 0, stream, s->resp, w.len);
+}
+
+static struct job *find_job(struct serve *s, uint32_t stream)
+{
+	for (struct job *j = s->jobs; j != NULL; j = j->next)
+		if (j->stream == stream)
+			return j;
+	return NULL;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
+}
+
+static void kill_job(struct job *j)
+{
+	if (!j->reaped)
+		kill(-j->pid, SIGKILL);
+}
+
+static void start_exec(struct serve *s, uint32_t stream, const uint8_t *p, size_t len)
+{
+	struct sbx_exec_req req;
+	struct sbx_err e;
+	if (s->njobs >= MAX_JOBS) {
+		respond_error(s, stream, SBX_EUSAGE, 0, "too many commands running at once");
+		return;
+	}
+	if (sbx_exec_parse(p, len, &req, &e) != 0) {
+		respond_error(s, stream, e.cls, e.errnum, e.msg);
+		return;
+	}
+	struct job *j = calloc(1, sizeof *j);
+	if (j == NULL) {
+		sbx_exec_req_free(&req);
+		respond_error(s, stream, SBX_ETRANSFER, ENOMEM, "exec job");
+		return;
+	}
+	j->start_ns = now_ns();
+	if (sbx_exec_spawn(&req, &j->sp, &e) != 0) {
+		sbx_exec_req_free(&req);
+		free(j);
+		respond_error(s, stream, e.cls, e.errnum, e.msg);
+		return;
+	}
+	j->stream = stream;
+	j->pid = j->sp.pid;
+	j->fd_in = j->sp.fd_in;
+	j->fd_out = j->sp.fd_out;
+	j->fd_err = j->sp.fd_err;
+	if (j->fd_in >= 0)
+		fcntl(j->fd_in, F_SETFL, fcntl(j->fd_in, F_GETFL) | O_NONBLOCK);
+	j->deadline_ns = req.timeout_ms > 0 ? j->start_ns + req.timeout_ms * 1000000 : 0;
+	j->linger_ns = req.linger_ms * 1000000;
+	for (int c = 0; c < SBX_CH_COUNT; c++)
+		sbx_credit_tx_init(&j->tx[c], s->host_window);
+	sbx_credit_rx_init(&j->rx_in, SBX_WINDOW_DEFAULT);
+	j->in_end = !req.stdin_stream;
+	sbx_exec_req_free(&req);
+	j->next = s->jobs;
+	s->jobs = j;
+	s->njobs++;
+}
+
+static void on_request(struct serve *s, const struct sbx_frame *f)
+{
+	struct sbx_field op;
+	int64_t v = 0;
+	if (f->stream == 0 || find_job(s, f->stream) != NULL) {
+		respond_error(s, f->stream, SBX_EPROTOCOL, 0, "request on a stream in use");
+		return;
+	}
+	if (sbx_msg_find(f->payload, f->len, SBX_T_OP, &op) != 1 || sbx_field_i64(&op, &v) != 0) {
+		respond_error(s, f->stream, SBX_EUSAGE, 0, "request without an operation");
+		return;
+	}
+	struct sbx_msgw w;
+	sbx_msgw_init(&w, s->resp, SBX_FRAME_MAX_PAYLOAD);
+	switch (v) {
+	case SBX_OP_KIND:
+		sbx_probe_kind(f->payload, f->len, &w);
+		break;
+	case SBX_OP_STAT:
+		sbx_probe_stat(f->payload, f->len, &w);
+		break;
+	case SBX_OP_RESOLVE:
+		sbx_probe_resolve(f->payload, f->len, &w);
+		break;
+	case SBX_OP_LANDS_CLEAR:
+		sbx_probe_lands_clear(f->payload, f->len, &w);
+		break;
+	case SBX_OP_EXEC:
+		start_exec(s, f->stream, f->payload, f->len);
+		return;
+	default: {
+		char msg[64];
+		snprintf(msg, sizeof msg, "unknown operation %lld", (long long)v);
+		respond_error(s, f->stream, SBX_EUSAGE, 0, msg);
+		return;
+	}
+	}
+	queue(s, SBX_LANE_CTRL, SBX_F_RESPONSE, 0, f->stream, s->resp, w.len);
+}
+
+static int on_data(struct serve *s, const struct sbx_frame *f)
+{
+	if (f->len < 1 || f->payload[0] != SBX_CH_STDIN)
+		return fail(s, "DATA from the host on a channel other than stdin");
+	struct job *j = find_job(s, f->stream);
+	uint64_t n = f->len - 1;
+	if (j == NULL)
+		return 0; /* the job finished; its stdin no longer matters */
+	if (sbx_credit_rx_received(&j->rx_in, n) != 0)
+		return fail(s, "host overran its stdin credit");
+	if (j->fd_in < 0) {
+		/* stdin closed (the program exited or stopped reading): drop, keep credit moving.
+		 */
+		uint64_t g = sbx_credit_rx_consumed(&j->rx_in, n);
+		if (g > 0) {
+			uint8_t c[5] = {SBX_CH_STDIN, (uint8_t)(g >> 24), (uint8_t)(g >> 16),
+			                (uint8_t)(g >> 8), (uint8_t)g};
+			queue(s, SBX_LANE_CTRL, SBX_F_CREDIT, 0, j->stream, c, 5);
+		}
+	} else if (n > 0) {
+		if (j->inbuf == NULL && (j->inbuf = malloc(SBX_WINDOW_DEFAULT)) == NULL)
+			return fail(s, "out of memory for stdin");
+		if (j->in_off > 0 && j->in_off == j->in_len)
+			j->in_off = j->in_len = 0;
+		if (SBX_WINDOW_DEFAULT - j->in_len < n) {
+			memmove(j->inbuf, j->inbuf + j->in_off, j->in_len - j->in_off);
+			j->in_len -= j->in_off;
+			j->in_off = 0;
+		}
+		memcpy(j->inbuf + j->in_len, f->payload + 1, n);
+		j->in_len += n;
+	}
+	if (f->flags & SBX_FL_END)
+		j->in_end = 1;
+	return 0;
+}
+
+static int on_credit(struct serve *s, const struct sbx_frame *f)
+{
+	if (f->len != 5 || f->payload[0] >= SBX_CH_COUNT)
+		return fail(s, "malformed CREDIT");
+	uint32_t n = (uint32_t)f->payload[1] << 24 | (uint32_t)f->payload[2] << 16 |
+	             (uint32_t)f->payload[3] << 8 | f->payload[4];
+	struct job *j = find_job(s, f->stream);
+	if (j == NULL)
+		return 0;
+	if (sbx_credit_tx_grant(&j->tx[f->payload[0]], n, (uint64_t)1 << 32) != 0)
+		return fail(s, "host granted more credit than any window");
+	return 0;
+}
+
+static int on_welcome(struct serve *s, const struct sbx_frame *f)
+{
+	struct sbx_field fl;
+	int64_t v = 0;
+	if (sbx_msg_find(f->payload, f->len, SBX_T_CANARY, &fl) != 1 || fl.len != SBX_CANARY_LEN ||
+	    memcmp(fl.val, SBX_CANARY, SBX_CANARY_LEN) != 0)
+		return fail(
+		        s, "the channel mangles bytes (a tty?): run the agent with exec -i, no -t");
+	if (sbx_msg_find(f->payload, f->len, SBX_T_VERSION, &fl) != 1 ||
+	    sbx_field_i64(&fl, &v) != 0 || v < SBX_PROTO_MIN || v > SBX_PROTO_MAX)
+		return fail(s, "the host chose a protocol version this agent does not speak");
+	if (sbx_msg_find(f->payload, f->len, SBX_T_WINDOW, &fl) == 1 &&
+	    sbx_field_i64(&fl, &v) == 0 && v >= 4096 && v <= (1 << 30))
+		s->host_window = (uint64_t)v;
+	s->welcomed = 1;
+	return 0;
+}
+
+static int on_frame(struct serve *s, const struct sbx_frame *f)
+{
+	if (!s->welcomed) {
+		if (f->type != SBX_F_WELCOME)
+			return fail(s, "the host sent a frame before WELCOME");
+		return on_welcome(s, f);
+	}
+	switch (f->type) {
+	case SBX_F_PING:
+		if (f->len > 1024)
+			return fail(s, "PING payload too long");
+		return queue(s, SBX_LANE_CTRL, SBX_F_PONG, 0, f->stream, f->payload, f->len);
+	case SBX_F_REQUEST:
+		on_request(s, f);
+		return 0;
+	case SBX_F_DATA:
+		return on_data(s, f);
+	case SBX_F_CREDIT:
+		return on_credit(s, f);
+	case SBX_F_CANCEL: {
+		struct job *j = find_job(s, f->stream);
+		if (j != NULL) {
+			j->cancelled = 1;
+			kill_job(j);
+		}
+		return 0;
+	}
+	default:
+		return fail(s, "the host sent a frame type only the agent sends");
+	}
+}
+
+static int read_input(struct serve *s)
+{
+	uint8_t buf[65536];
+	ssize_t n = read(s->in_fd, buf, sizeof buf);
+	if (n < 0)
+		return errno == EINTR || errno == EAGAIN ? 0 : fail(s, "read from the host failed");
+	if (n == 0) {
+		s->in_eof = 1;
+		return 0;
+	}
+	size_t pos = 0;
+	while (pos < (size_t)n) {
+		size_t used;
+		struct sbx_frame f;
+		enum sbx_dec_status st =
+		        sbx_frame_dec_feed(&s->dec, buf + pos, (size_t)n - pos, &used, &f);
+		pos += used;
+		if (st == SBX_DEC_ERROR)
+			return fail(s, sbx_dec_error_text(s->dec.error));
+		if (st == SBX_DEC_FRAME && on_frame(s, &f) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void flush_output(struct serve *s)
+{
+	struct iovec iov[32];
+	int n = sbx_outq_iov(&s->out, iov, 32);
+	if (n == 0)
+		return;
+	ssize_t w = writev(s->out_fd, iov, n);
+	if (w < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			s->out_broken = 1;
+		return;
+	}
+	sbx_outq_advance(&s->out, (size_t)w);
+}
+
+/* Reads what credit and the queue allow from one output pipe of a job. */
+static void pump_out(struct serve *s, struct job *j, int chan)
+{
+	int *fd = chan == SBX_CH_STDOUT ? &j->fd_out : &j->fd_err;
+	uint8_t ch = (uint8_t)chan;
+	uint64_t room = sbx_credit_tx_take(&j->tx[chan], SBX_DATA_CHUNK);
+	if (room == 0)
+		return;
+	uint8_t buf[SBX_DATA_CHUNK];
+	ssize_t n = read(*fd, buf, room);
+	if (n < 0) {
+		j->tx[chan].avail += room;
+		if (errno == EINTR || errno == EAGAIN)
+			return;
+		n = 0;
+	}
+	j->tx[chan].avail += room - (uint64_t)n;
+	if (n == 0) {
+		close_fd(fd);
+		sbx_outq_push(&s->out, SBX_LANE_BULK, SBX_F_DATA, SBX_FL_END, j->stream, &ch, 1,
+		              NULL, 0);
+		return;
+	}
+	sbx_outq_push(&s->out, SBX_LANE_BULK, SBX_F_DATA, 0, j->stream, &ch, 1, buf, (size_t)n);
+}
+
+static void pump_in(struct serve *s, struct job *j)
+{
+	size_t pending = j->in_len - j->in_off;
+	if (pending > 0) {
+		ssize_t n = write(j->fd_in, j->inbuf + j->in_off, pending);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return;
+			/* EPIPE: the program closed its stdin. Drop the rest, return the credit. */
+			n = (ssize_t)pending;
+			close_fd(&j->fd_in);
+		}
+		j->in_off += (size_t)n;
+		uint64_t g = sbx_credit_rx_consumed(&j->rx_in, (uint64_t)n);
+		if (g > 0) {
+			uint8_t c[5] = {SBX_CH_STDIN, (uint8_t)(g >> 24), (uint8_t)(g >> 16),
+			                (uint8_t)(g >> 8), (uint8_t)g};
+			queue(s, SBX_LANE_CTRL, SBX_F_CREDIT, 0, j->stream, c, 5);
+		}
+	}
+	if (j->fd_in >= 0 && j->in_end && j->in_off == j->in_len)
+		close_fd(&j->fd_in);
+}
+
+static void finish_job(struct serve *s, struct job *j)
+{
+	struct sbx_msgw w;
+	sbx_msgw_init(&w, s->resp, SBX_FRAME_MAX_PAYLOAD);
+	sbx_msgw_i64(&w, SBX_T_STATUS, 0);
+	if (j->sp.not_started) {
+		sbx_msgw_i64(&w, SBX_T_OUTCOME, SBX_EXEC_NOT_STARTED);
+		sbx_msgw_i64(&w, SBX_T_CODE, j->sp.code);
+		sbx_msgw_i64(&w, SBX_T_ERRNO, j->sp.err);
+		sbx_msgw_str(&w, SBX_T_MESSAGE, j->sp.msg);
+	} else if (j->timed_out) {
+		sbx_msgw_i64(&w, SBX_T_OUTCOME, SBX_EXEC_TIMED_OUT);
+		sbx_msgw_i64(&w, SBX_T_CODE, 124);
+	} else if (WIFSIGNALED(j->status)) {
+		sbx_msgw_i64(&w, SBX_T_OUTCOME, SBX_EXEC_SIGNALED);
+		sbx_msgw_i64(&w, SBX_T_SIGNAL, WTERMSIG(j->status));
+		sbx_msgw_i64(&w, SBX_T_CODE, 128 + WTERMSIG(j->status));
+	} else {
+		sbx_msgw_i64(&w, SBX_T_OUTCOME, SBX_EXEC_EXITED);
+		sbx_msgw_i64(&w, SBX_T_CODE, WEXITSTATUS(j->status));
+	}
+	if (j->sp.user_fallback) {
+		sbx_msgw_i64(&w, SBX_T_USER_FALLBACK, 1);
+		sbx_msgw_str(&w, SBX_T_NOTE, j->sp.note);
+	}
+	sbx_msgw_i64(&w, SBX_T_PID, j->pid);
+	sbx_msgw_i64(&w, SBX_T_DURATION_NS, now_ns() - j->start_ns);
+	/* Bulk lane: the result must follow the job's last DATA frames, never overtake them. */
+	sbx_outq_push(&s->out, SBX_LANE_BULK, SBX_F_RESPONSE, 0, j->stream, NULL, 0, s->resp,
+	              w.len);
+}
+
+static void reap(struct serve *s)
+{
+	struct signalfd_siginfo si;
+	while (read(s->sig_fd, &si, sizeof si) == (ssize_t)sizeof si)
+		;
+	for (struct job *j = s->jobs; j != NULL; j = j->next) {
+		if (j->reaped)
+			continue;
+		int st;
+		pid_t r = waitpid(j->pid, &st, WNOHANG);
+		if (r == j->pid) {
+			j->reaped = 1;
+			j->status = st;
+			j->exit_ns = now_ns();
+		}
+	}
+}
+
+/* Deadlines, lingering pipes and finished jobs; returns the poll timeout in ms. */
+static int tend_jobs(struct serve *s)
+{
+	int64_t now = now_ns(), next = -1;
+	struct job **pp = &s->jobs;
+	while (*pp != NULL) {
+		struct job *j = *pp;
+		if (!j->reaped && j->deadline_ns > 0) {
+			if (now >= j->deadline_ns && !j->timed_out) {
+				j->timed_out = 1;
+				kill_job(j);
+			} else if (!j->timed_out && (next < 0 || j->deadline_ns < next)) {
+				next = j->deadline_ns;
+			}
+		}
+		if (j->reaped && (j->fd_out >= 0 || j->fd_err >= 0)) {
+			/* A background process may hold the pipes open forever: stop after linger.
+			 */
+			int64_t end = j->exit_ns + j->linger_ns;
+			if (now >= end) {
+				uint8_t ch;
+				if (j->fd_out >= 0) {
+					close_fd(&j->fd_out);
+					ch = SBX_CH_STDOUT;
+					sbx_outq_push(&s->out, SBX_LANE_BULK, SBX_F_DATA,
+					              SBX_FL_END, j->stream, &ch, 1, NULL, 0);
+				}
+				if (j->fd_err >= 0) {
+					close_fd(&j->fd_err);
+					ch = SBX_CH_STDERR;
+					sbx_outq_push(&s->out, SBX_LANE_BULK, SBX_F_DATA,
+					              SBX_FL_END, j->stream, &ch, 1, NULL, 0);
+				}
+			} else if (next < 0 || end < next) {
+				next = end;
+			}
+		}
+		if (j->reaped && j->fd_out < 0 && j->fd_err < 0) {
+			finish_job(s, j);
+			close_fd(&j->fd_in);
+			*pp = j->next;
+			free(j->inbuf);
+			free(j);
+			s->njobs--;
+			continue;
+		}
+		pp = &j->next;
+	}
+	if (next < 0)
+		return -1;
+	int64_t ms = (next - now + 999999) / 1000000;
+	return ms > 60000 ? 60000 : (int)ms;
+}
+
+static int loop(struct serve *s)
+{
+	struct pollfd pfd[3 + 3 * MAX_JOBS];
+	struct job *owner[3 + 3 * MAX_JOBS];
+	int chan[3 + 3 * MAX_JOBS];
+	for (;;) {
+		int timeout = tend_jobs(s);
+		if (s->fatal[0] != '\0')
+			return -1;
+		if (s->in_eof || s->out_broken)
+			return 0;
+		int n = 0;
+		pfd[n] = (struct pollfd){.fd = s->in_fd, .events = POLLIN};
+		owner[n++] = NULL;
+		pfd[n] = (struct pollfd){.fd = s->sig_fd, .events = POLLIN};
+		owner[n++] = NULL;
+		if (!sbx_outq_empty(&s->out)) {
+			pfd[n] = (struct pollfd){.fd = s->out_fd, .events = POLLOUT};
+			owner[n++] = NULL;
+		}
+		int room = s->out.bulk_bytes < BULK_LIMIT;
+		for (struct job *j = s->jobs; j != NULL; j = j->next) {
+			if (room && j->fd_out >= 0 && j->tx[SBX_CH_STDOUT].avail > 0) {
+				pfd[n] = (struct pollfd){.fd = j->fd_out, .events = POLLIN};
+				owner[n] = j, chan[n++] = SBX_CH_STDOUT;
+			}
+			if (room && j->fd_err >= 0 && j->tx[SBX_CH_STDERR].avail > 0) {
+				pfd[n] = (struct pollfd){.fd = j->fd_err, .events = POLLIN};
+				owner[n] = j, chan[n++] = SBX_CH_STDERR;
+			}
+			if (j->fd_in >= 0 && (j->in_len > j->in_off || j->in_end)) {
+				pfd[n] = (struct pollfd){.fd = j->fd_in, .events = POLLOUT};
+				owner[n] = j, chan[n++] = SBX_CH_STDIN;
+			}
+		}
+		int r = poll(pfd, (nfds_t)n, timeout);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return fail(s, "poll failed");
+		}
+		for (int i = 0; i < n; i++) {
+			if (pfd[i].revents == 0)
+				continue;
+			if (owner[i] == NULL) {
+				if (pfd[i].fd == s->in_fd) {
+					if (read_input(s) != 0)
+						return -1;
+				} else if (pfd[i].fd == s->sig_fd) {
+					reap(s);
+				} else {
+					flush_output(s);
+				}
+			} else if (chan[i] == SBX_CH_STDIN) {
+				pump_in(s, owner[i]);
+			} else {
+				pump_out(s, owner[i], chan[i]);
+			}
+		}
+		/* Stdin may have queued replies; try to send them at once. */
+		if (!sbx_outq_empty(&s->out))
+			flush_output(s);
+	}
+}
+
+/* Writes what is queued, waiting at most a second in all. */
+static void drain(struct serve *s)
+{
+	int64_t end = now_ns() + 1000000000;
+	while (!sbx_outq_empty(&s->out) && !s->out_broken && now_ns() < end) {
+		struct pollfd p = {.fd = s->out_fd, .events = POLLOUT};
+		if (poll(&p, 1, 100) > 0)
+			flush_output(s);
+	}
+}
+
+int sbx_serve(int in_fd, int out_fd)
+{
+	struct serve s;
+	memset(&s, 0, sizeof s);
+	s.in_fd = in_fd;
+	s.out_fd = out_fd;
+	s.host_window = SBX_WINDOW_DEFAULT;
+	sbx_outq_init(&s.out);
+	s.decbuf = malloc(SBX_FRAME_HDR + SBX_FRAME_MAX_PAYLOAD);
+	s.resp = malloc(SBX_FRAME_MAX_PAYLOAD);
+	if (s.decbuf == NULL || s.resp == NULL) {
+		fprintf(stderr, "sbx-agent: out of memory\n");
+		return 3;
+	}
+	sbx_frame_dec_init(&s.dec, s.decbuf, SBX_FRAME_HDR + SBX_FRAME_MAX_PAYLOAD);
+
+	/* SIGCHLD through a signalfd; SIGPIPE ignored so a vanished host is an error value. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	s.sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (s.sig_fd < 0) {
+		fprintf(stderr, "sbx-agent: signalfd: %s\n", strerror(errno));
+		return 3;
+	}
+	fcntl(in_fd, F_SETFL, fcntl(in_fd, F_GETFL) | O_NONBLOCK);
+	fcntl(out_fd, F_SETFL, fcntl(out_fd, F_GETFL) | O_NONBLOCK);
+
+	struct sbx_msgw w;
+	sbx_msgw_init(&w, s.resp, SBX_FRAME_MAX_PAYLOAD);
+	sbx_hello_write(&w, SBX_WINDOW_DEFAULT);
+	queue(&s, SBX_LANE_CTRL, SBX_F_HELLO, 0, 0, s.resp, w.len);
+
+	int rc = loop(&s);
+	for (struct job *j = s.jobs; j != NULL; j = j->next)
+		kill_job(j);
+	drain(&s);
+	if (rc != 0 && s.fatal[0] == '\0' && s.dec.error != SBX_DEC_OK)
+		fail(&s, sbx_dec_error_text(s.dec.error));
+	if (s.in_eof && sbx_frame_dec_midframe(&s.dec) && s.fatal[0] == '\0')
+		fail(&s, "the host's stream ended inside a frame");
+	if (s.fatal[0] != '\0')
+		fprintf(stderr, "sbx-agent: %s\n", s.fatal);
+	while (s.jobs != NULL) {
+		struct job *j = s.jobs;
+		s.jobs = j->next;
+		close_fd(&j->fd_in), close_fd(&j->fd_out), close_fd(&j->fd_err);
+		if (!j->reaped)
+			waitpid(j->pid, NULL, 0);
+		free(j->inbuf);
+		free(j);
+	}
+	sbx_outq_free(&s.out);
+	free(s.decbuf);
+	free(s.resp);
+	close(s.sig_fd);
+	return s.fatal[0] != '\0' ? 3 : 0;
+}

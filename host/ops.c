@@ -1,0 +1,475 @@
+/* The operations of a session: probes (kind, stat, resolve, lands_clear) and exec, encoded
+ * as REQUEST fields and decoded from RESPONSE fields (shared/proto.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+#include "session.h"
+
+/* Stat batches stay well inside one frame each way, whatever the paths' lengths. */
+#define STAT_BATCH 64
+
+const char *sbx_kind_name(enum sbx_kind k)
+{
+	return k == SBX_KIND_DIR ? "dir" : k == SBX_KIND_FILE ? "file" : "absent";
+}
+
+const char *sbx_outcome_name(enum sbx_outcome o)
+{
+	switch (o) {
+	case SBX_OUT_EXITED:
+		return "exited";
+	case SBX_OUT_SIGNALED:
+		return "signaled";
+	case SBX_OUT_TIMED_OUT:
+		return "timed_out";
+	case SBX_OUT_NOT_STARTED:
+		return "not_started";
+	}
+	return "unknown";
+}
+
+static char *field_dup(const struct sbx_field *f)
+{
+	char *s = malloc((size_t)f->len + 1);
+	if (s != NULL) {
+		memcpy(s, f->val, f->len);
+		s[f->len] = '\0';
+	}
+	return s;
+}
+
+/* The error a RESPONSE carries, if any: returns -1 with *e set when STATUS is not ok. */
+static int response_status(const uint8_t *p, size_t len, struct sbx_err *e)
+{
+	struct sbx_msgr r;
+	struct sbx_field f;
+	int64_t status = -1, err = 0;
+	char msg[200] = "";
+	sbx_msgr_init(&r, p, len);
+	int rc;
+	while ((rc = sbx_msgr_next(&r, &f)) == 1) {
+		if (f.tag == SBX_T_STATUS)
+			sbx_field_i64(&f, &status);
+		else if (f.tag == SBX_T_ERRNO)
+			sbx_field_i64(&f, &err);
+		else if (f.tag == SBX_T_MESSAGE && f.len < sizeof msg)
+			sbx_field_str(&f, msg, sizeof msg);
+	}
+	if (rc < 0 || status < 0 || status > SBX_EUSAGE)
+		return sbx_err_set(e, SBX_EPROTOCOL, 0, "malformed response from the agent");
+	if (status == 0)
+		return 0;
+	sbx_err_set(e, (enum sbx_err_class)status, 0, "%s", msg);
+	e->errnum = (int)err;
+	return -1;
+}
+
+/* Sends a request and waits for its response; on success *out holds the stream (the caller
+ * reads p->resp and frees it with sbx_stream_free). */
+static int call(struct sbx_session *s, const struct sbx_msgw *w, struct sbx_stream **out,
+                struct sbx_err *e)
+{
+	*out = NULL;
+	if (w->overflow)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "request too large for one frame");
+	if (s->broken) {
+		*e = s->broken_err;
+		return -1;
+	}
+	struct sbx_stream *p = sbx_stream_new(s, SBX_STREAM_REQ);
+	if (p == NULL)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "request");
+	int64_t deadline = sbx_now_ns() + (int64_t)(sbx_session_timeout(s) * 1e9);
+	if (sbx_send(s, SBX_LANE_CTRL, SBX_F_REQUEST, 0, p->id, NULL, 0, w->buf, w->len, e) != 0 ||
+	    sbx_wait_stream(s, p, deadline, e) != 0 ||
+	    response_status(p->resp, p->resp_len, e) != 0) {
+		sbx_stream_free(s, p);
+		return -1;
+	}
+	*out = p;
+	return 0;
+}
+
+/* A request buffer big enough for the fields given. */
+static uint8_t *req_buf(size_t need, struct sbx_msgw *w, struct sbx_err *e)
+{
+	if (need > SBX_FRAME_MAX_PAYLOAD) {
+		sbx_err_set(e, SBX_EUSAGE, 0, "request too large for one frame");
+		return NULL;
+	}
+	uint8_t *b = malloc(need);
+	if (b == NULL)
+		sbx_err_set(e, SBX_EUSAGE, ENOMEM, "request");
+	else
+		sbx_msgw_init(w, b, need);
+	return b;
+}
+
+int sbx_kind(struct sbx_session *s, const char *path, enum sbx_kind *out, struct sbx_err *e)
+{
+	struct sbx_msgw w;
+	uint8_t *b = req_buf(64 + strlen(path), &w, e);
+	if (b == NULL)
+		return -1;
+	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_KIND);
+	sbx_msgw_str(&w, SBX_T_PATH, path);
+	struct sbx_stream *p;
+	int rc = call(s, &w, &p, e);
+	free(b);
+	if (rc != 0)
+		return -1;
+	struct sbx_field f;
+	char kind[16];
+	rc = sbx_msg_find(p->resp, p->resp_len, SBX_T_KIND, &f) == 1 &&
+	                     sbx_field_str(&f, kind, sizeof kind) == 0
+	             ? 0
+	             : sbx_err_set(e, SBX_EPROTOCOL, 0, "kind response without a kind");
+	if (rc == 0) {
+		if (strcmp(kind, "dir") == 0)
+			*out = SBX_KIND_DIR;
+		else if (strcmp(kind, "file") == 0)
+			*out = SBX_KIND_FILE;
+		else if (strcmp(kind, "absent") == 0)
+			*out = SBX_KIND_ABSENT;
+		else
+			rc = sbx_err_set(e, SBX_EPROTOCOL, 0, "unknown kind '%s'", kind);
+	}
+	sbx_stream_free(s, p);
+	return rc;
+}
+
+void sbx_stat_free(struct sbx_stat *st, size_t n)
+{
+	if (st == NULL)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(st[i].path);
+		free(st[i].message);
+		free(st[i].target);
+	}
+	free(st);
+}
+
+static int parse_entry(const struct sbx_field *ef, struct sbx_stat *st)
+{
+	struct sbx_msgr r;
+	struct sbx_field f;
+	int rc;
+	sbx_msgr_init(&r, ef->val, ef->len);
+	while ((rc = sbx_msgr_next(&r, &f)) == 1) {
+		int64_t v = 0;
+		int is_int = sbx_field_i64(&f, &v) == 0;
+		switch (f.tag) {
+		case SBX_T_PATH:
+			free(st->path);
+			st->path = field_dup(&f);
+			break;
+		case SBX_T_ERRNO:
+			st->err = is_int ? (int)v : EIO;
+			break;
+		case SBX_T_MESSAGE:
+			free(st->message);
+			st->message = field_dup(&f);
+			break;
+		case SBX_T_TYPE:
+			if (sbx_field_str(&f, st->type, sizeof st->type) != 0)
+				return -1;
+			break;
+		case SBX_T_MODE:
+			st->mode = (uint32_t)v;
+			break;
+		case SBX_T_UID_OF:
+			st->uid = v;
+			break;
+		case SBX_T_GID_OF:
+			st->gid = v;
+			break;
+		case SBX_T_SIZE:
+			st->size = v;
+			break;
+		case SBX_T_MTIME_NS:
+			st->mtime_ns = v;
+			break;
+		case SBX_T_TARGET:
+			free(st->target);
+			st->target = field_dup(&f);
+			break;
+		default:
+			break;
+		}
+	}
+	return rc < 0 || st->path == NULL ? -1 : 0;
+}
+
+int sbx_stat(struct sbx_session *s, const char *const *paths, size_t n, struct sbx_stat **out,
+             struct sbx_err *e)
+{
+	*out = NULL;
+	struct sbx_stat *res = calloc(n ? n : 1, sizeof *res);
+	if (res == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "stat results");
+	for (size_t base = 0; base < n; base += STAT_BATCH) {
+		size_t cnt = n - base < STAT_BATCH ? n - base : STAT_BATCH, need = 64;
+		for (size_t i = 0; i < cnt; i++)
+			need += 6 + strlen(paths[base + i]);
+		struct sbx_msgw w;
+		uint8_t *b = req_buf(need, &w, e);
+		if (b == NULL)
+			goto fail;
+		sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_STAT);
+		for (size_t i = 0; i < cnt; i++)
+			sbx_msgw_str(&w, SBX_T_PATH, paths[base + i]);
+		struct sbx_stream *p;
+		int rc = call(s, &w, &p, e);
+		free(b);
+		if (rc != 0)
+			goto fail;
+		struct sbx_msgr r;
+		struct sbx_field f;
+		size_t got = 0;
+		sbx_msgr_init(&r, p->resp, p->resp_len);
+		while ((rc = sbx_msgr_next(&r, &f)) == 1) {
+			if (f.tag != SBX_T_ENTRY)
+				continue;
+			if (got >= cnt || parse_entry(&f, &res[base + got]) != 0) {
+				rc = -1;
+				break;
+			}
+			got++;
+		}
+		sbx_stream_free(s, p);
+		if (rc < 0 || got != cnt) {
+			sbx_err_set(e, SBX_EPROTOCOL, 0,
+			            "stat response does not match the request");
+			goto fail;
+		}
+	}
+	*out = res;
+	return 0;
+fail:
+	sbx_stat_free(res, n);
+	return -1;
+}
+
+int sbx_resolve(struct sbx_session *s, const char *path, char **out, struct sbx_err *e)
+{
+	*out = NULL;
+	struct sbx_msgw w;
+	uint8_t *b = req_buf(64 + strlen(path), &w, e);
+	if (b == NULL)
+		return -1;
+	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_RESOLVE);
+	sbx_msgw_str(&w, SBX_T_PATH, path);
+	struct sbx_stream *p;
+	int rc = call(s, &w, &p, e);
+	free(b);
+	if (rc != 0)
+		return -1;
+	struct sbx_field f;
+	if (sbx_msg_find(p->resp, p->resp_len, SBX_T_PHYSICAL, &f) == 1)
+		*out = field_dup(&f);
+	else
+		rc = sbx_err_set(e, SBX_EPROTOCOL, 0, "resolve response without a path");
+	sbx_stream_free(s, p);
+	return rc;
+}
+
+int sbx_lands_clear(struct sbx_session *s, const char *dir, const char *const *keep_out, size_t n,
+                    int *clear, char **physical, char **warning, struct sbx_err *e)
+{
+	if (physical != NULL)
+		*physical = NULL;
+	if (warning != NULL)
+		*warning = NULL;
+	size_t need = 64 + strlen(dir);
+	for (size_t i = 0; i < n; i++)
+		need += 6 + strlen(keep_out[i]);
+	struct sbx_msgw w;
+	uint8_t *b = req_buf(need, &w, e);
+	if (b == NULL)
+		return -1;
+	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_LANDS_CLEAR);
+	sbx_msgw_str(&w, SBX_T_PATH, dir);
+	for (size_t i = 0; i < n; i++)
+		sbx_msgw_str(&w, SBX_T_KEEP_OUT, keep_out[i]);
+	struct sbx_stream *p;
+	int rc = call(s, &w, &p, e);
+	free(b);
+	if (rc != 0)
+		return -1;
+	struct sbx_field f;
+	int64_t v;
+	if (sbx_msg_find(p->resp, p->resp_len, SBX_T_CLEAR, &f) != 1 ||
+	    sbx_field_i64(&f, &v) != 0) {
+		sbx_stream_free(s, p);
+		return sbx_err_set(e, SBX_EPROTOCOL, 0, "lands_clear response without an answer");
+	}
+	*clear = v != 0;
+	if (physical != NULL && sbx_msg_find(p->resp, p->resp_len, SBX_T_PHYSICAL, &f) == 1)
+		*physical = field_dup(&f);
+	if (warning != NULL && !*clear &&
+	    sbx_msg_find(p->resp, p->resp_len, SBX_T_MESSAGE, &f) == 1)
+		*warning = field_dup(&f);
+	sbx_stream_free(s, p);
+	return 0;
+}
+
+void sbx_exec_opts_init(struct sbx_exec_opts *o)
+{
+	memset(o, 0, sizeof *o);
+	o->stdin_fd = -1;
+}
+
+struct sbx_exec {
+	struct sbx_stream *p;
+	int64_t deadline_ns;
+};
+
+int sbx_exec_start(struct sbx_session *s, const struct sbx_exec_opts *o, struct sbx_exec **out,
+                   struct sbx_err *e)
+{
+	*out = NULL;
+	if (s->broken) {
+		*e = s->broken_err;
+		return -1;
+	}
+	if ((o->argv == NULL || o->argv[0] == NULL) == (o->shell == NULL))
+		return sbx_err_set(e, SBX_EUSAGE, 0, "exec needs either argv or a shell string");
+	size_t need = 128;
+	for (char *const *a = o->argv; a != NULL && *a != NULL; a++)
+		need += 6 + strlen(*a);
+	for (char *const *a = o->env; a != NULL && *a != NULL; a++) {
+		if (strchr(*a, '=') == NULL || (*a)[0] == '=')
+			return sbx_err_set(e, SBX_EUSAGE, 0, "environment entry '%s' is not K=V",
+			                   *a);
+		need += 6 + strlen(*a);
+	}
+	need += (o->shell ? strlen(o->shell) : 0) + (o->cwd ? strlen(o->cwd) : 0) +
+	        (o->user ? strlen(o->user) : 0) + 4 * 14;
+	struct sbx_msgw w;
+	uint8_t *b = req_buf(need, &w, e);
+	if (b == NULL)
+		return -1;
+	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_EXEC);
+	for (char *const *a = o->argv; a != NULL && *a != NULL; a++)
+		sbx_msgw_str(&w, SBX_T_ARGV, *a);
+	if (o->shell != NULL)
+		sbx_msgw_str(&w, SBX_T_SHELL, o->shell);
+	if (o->cwd != NULL)
+		sbx_msgw_str(&w, SBX_T_CWD, o->cwd);
+	for (char *const *a = o->env; a != NULL && *a != NULL; a++)
+		sbx_msgw_str(&w, SBX_T_ENV, *a);
+	if (o->env_clear)
+		sbx_msgw_i64(&w, SBX_T_ENV_CLEAR, 1);
+	if (o->user != NULL)
+		sbx_msgw_str(&w, SBX_T_USER, o->user);
+	if (o->timeout_s > 0)
+		sbx_msgw_i64(&w, SBX_T_TIMEOUT_MS, (int64_t)(o->timeout_s * 1000 + 0.5));
+	sbx_msgw_i64(&w, SBX_T_LINGER_MS,
+	             o->linger_ms == 0  ? 200
+	             : o->linger_ms < 0 ? 0
+	                                : o->linger_ms);
+	int has_stdin = o->stdin_data != NULL || o->stdin_fd >= 0;
+	sbx_msgw_i64(&w, SBX_T_STDIN, has_stdin);
+
+	struct sbx_exec *x = calloc(1, sizeof *x);
+	struct sbx_stream *p = x != NULL ? sbx_stream_new(s, SBX_STREAM_EXEC) : NULL;
+	if (p == NULL) {
+		free(x);
+		free(b);
+		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "exec");
+	}
+	p->opts = o;
+	p->start_ns = sbx_now_ns();
+	for (int c = 0; c < SBX_CH_COUNT; c++)
+		sbx_credit_rx_init(&p->rx[c], SBX_WINDOW_DEFAULT);
+	sbx_credit_tx_init(&p->tx_in, (uint64_t)s->hello.window);
+	p->stdin_done = !has_stdin;
+	x->p = p;
+	x->deadline_ns =
+	        o->timeout_s > 0
+	                ? p->start_ns + (int64_t)((o->timeout_s + sbx_session_timeout(s)) * 1e9)
+	                : INT64_MAX;
+	int rc = sbx_send(s, SBX_LANE_CTRL, SBX_F_REQUEST, 0, p->id, NULL, 0, b, w.len, e);
+	free(b);
+	if (rc != 0) {
+		sbx_stream_free(s, p);
+		free(x);
+		return -1;
+	}
+	*out = x;
+	return 0;
+}
+
+int sbx_exec_wait(struct sbx_session *s, struct sbx_exec *x, struct sbx_exec_result *r,
+                  struct sbx_err *e)
+{
+	memset(r, 0, sizeof *r);
+	struct sbx_stream *p = x->p;
+	int rc = sbx_wait_stream(s, p, x->deadline_ns, e);
+	if (rc == 0)
+		rc = response_status(p->resp, p->resp_len, e);
+	if (rc == 0) {
+		struct sbx_msgr rd;
+		struct sbx_field f;
+		int64_t outcome = -1;
+		sbx_msgr_init(&rd, p->resp, p->resp_len);
+		while (sbx_msgr_next(&rd, &f) == 1) {
+			int64_t v = 0;
+			sbx_field_i64(&f, &v);
+			switch (f.tag) {
+			case SBX_T_OUTCOME:
+				outcome = v;
+				break;
+			case SBX_T_CODE:
+				r->code = (int)v;
+				break;
+			case SBX_T_SIGNAL:
+				r->signal = (int)v;
+				break;
+			case SBX_T_ERRNO:
+				r->err = (int)v;
+				break;
+			case SBX_T_MESSAGE:
+				if (f.len < sizeof r->message)
+					sbx_field_str(&f, r->message, sizeof r->message);
+				break;
+			case SBX_T_USER_FALLBACK:
+				r->user_fallback = v != 0;
+				break;
+			case SBX_T_NOTE:
+				if (f.len < sizeof r->note)
+					sbx_field_str(&f, r->note, sizeof r->note);
+				break;
+			case SBX_T_PID:
+				r->pid = v;
+				break;
+			default:
+				break;
+			}
+		}
+		if (outcome < SBX_OUT_EXITED || outcome > SBX_OUT_NOT_STARTED)
+			rc = sbx_err_set(e, SBX_EPROTOCOL, 0, "exec response without an outcome");
+		r->outcome = (enum sbx_outcome)outcome;
+		r->seconds = (double)(p->done_ns - p->start_ns) / 1e9;
+		if (rc == 0 && p->sink_failed)
+			rc = sbx_err_set(e, SBX_EUSAGE, 0,
+			                 "the output sink refused data; the command was cancelled");
+	}
+	sbx_stream_free(s, p);
+	free(x);
+	return rc;
+}
+
+int sbx_exec(struct sbx_session *s, const struct sbx_exec_opts *o, struct sbx_exec_result *r,
+             struct sbx_err *e)
+{
+	struct sbx_exec *x;
+	memset(r, 0, sizeof *r);
+	if (sbx_exec_start(s, o, &x, e) != 0)
+		return -1;
+	return sbx_exec_wait(s, x, r, e);
+}

@@ -1,0 +1,72 @@
+/* libsbx internals shared by session.c (the connection and its loop) and ops.c (the
+ * operations built on it). Not installed; the public API is sbx.h. */
+#ifndef SBX_HOST_SESSION_H
+#define SBX_HOST_SESSION_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "credit.h"
+#include "frame.h"
+#include "msg.h"
+#include "outq.h"
+#include "proto.h"
+#include "sbx.h"
+
+enum { SBX_STREAM_REQ, SBX_STREAM_PING, SBX_STREAM_EXEC };
+
+struct sbx_stream {
+	struct sbx_stream *next;
+	uint32_t id;
+	int kind;
+	int done;
+	int64_t done_ns;
+	uint8_t *resp; /* RESPONSE (or PONG) payload */
+	size_t resp_len;
+	/* exec */
+	const struct sbx_exec_opts *opts;
+	struct sbx_credit_rx rx[SBX_CH_COUNT];
+	struct sbx_credit_tx tx_in;
+	size_t stdin_off;
+	int stdin_done;
+	int out_end[SBX_CH_COUNT];
+	int sink_failed;
+	int64_t start_ns;
+};
+
+struct sbx_session {
+	pid_t pid;
+	int to_fd, from_fd, err_fd;
+	struct sbx_frame_dec dec;
+	uint8_t *decbuf;
+	struct sbx_outq out;
+	struct sbx_hello hello;
+	int have_hello;
+	struct sbx_stream *streams;
+	uint32_t next_id;
+	int broken;
+	struct sbx_err broken_err;
+	char errtail[4096];
+	size_t errlen;
+	double timeout;
+	int64_t last_rx_ns, keepalive_sent_ns;
+	uint8_t first[48]; /* the first bytes the channel sent, to show on garbage */
+	size_t seen;
+};
+
+int64_t sbx_now_ns(void);
+struct sbx_stream *sbx_stream_new(struct sbx_session *s, int kind);
+void sbx_stream_free(struct sbx_session *s, struct sbx_stream *p);
+int sbx_send(struct sbx_session *s, enum sbx_lane lane, uint8_t type, uint8_t flags,
+             uint32_t stream, const void *pre, size_t prelen, const void *p, size_t len,
+             struct sbx_err *e);
+/* One round of the loop: waits for the channel (at most until deadline_ns) and handles
+ * everything ready. */
+int sbx_pump(struct sbx_session *s, int64_t deadline_ns, struct sbx_err *e);
+/* Pumps until p is answered or the deadline passes (which breaks the session). */
+int sbx_wait_stream(struct sbx_session *s, struct sbx_stream *p, int64_t deadline_ns,
+                    struct sbx_err *e);
+void sbx_session_drain_stderr(struct sbx_session *s);
+double sbx_session_timeout(const struct sbx_session *s);
+
+#endif

@@ -1,0 +1,160 @@
+/* Runner specs to channel argv templates: local, qemu:ARCH, and --via command lines. */
+#include "runner.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch.h"
+#include "sbx.h"
+
+static void free_words(char **w)
+{
+	if (w == NULL)
+		return;
+	for (char **p = w; *p != NULL; p++)
+		free(*p);
+	free(w);
+}
+
+void sbx_runner_free(struct sbx_runner *r)
+{
+	free_words(r->argv);
+	free(r->agent);
+	r->argv = NULL;
+	r->agent = NULL;
+}
+
+int sbx_split_words(const char *line, char ***words, struct sbx_err *e)
+{
+	size_t cap = strlen(line) + 1, n = 0;
+	char **out = calloc(cap + 1, sizeof *out);
+	char *word = malloc(cap);
+	if (out == NULL || word == NULL) {
+		free(out);
+		free(word);
+		return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "splitting '%s'", line);
+	}
+	const char *p = line;
+	for (;;) {
+		while (*p == ' ' || *p == '\t' || *p == '\n')
+			p++;
+		if (*p == '\0')
+			break;
+		size_t len = 0;
+		while (*p != '\0' && *p != ' ' && *p != '\t' && *p != '\n') {
+			if (*p == '\'') {
+				const char *end = strchr(p + 1, '\'');
+				if (end == NULL)
+					goto unbalanced;
+				memcpy(word + len, p + 1, (size_t)(end - p - 1));
+				len += (size_t)(end - p - 1);
+				p = end + 1;
+			} else if (*p == '"') {
+				p++;
+				while (*p != '"') {
+					if (*p == '\0')
+						goto unbalanced;
+					if (*p == '\\' && (p[1] == '"' || p[1] == '\\' ||
+					                   p[1] == '$' || p[1] == '`'))
+						p++;
+					word[len++] = *p++;
+				}
+				p++;
+			} else if (*p == '\\' && p[1] != '\0') {
+				word[len++] = p[1];
+				p += 2;
+			} else {
+				word[len++] = *p++;
+			}
+		}
+		word[len] = '\0';
+		if ((out[n++] = strdup(word)) == NULL) {
+			free(word);
+			free_words(out);
+			return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "splitting '%s'", line);
+		}
+	}
+	free(word);
+	if (n == 0) {
+		free(out);
+		return sbx_err_set(e, SBX_EUSAGE, 0, "empty command line");
+	}
+	*words = out;
+	return 0;
+unbalanced:
+	free(word);
+	free_words(out);
+	return sbx_err_set(e, SBX_EUSAGE, 0, "unbalanced quote in '%s'", line);
+}
+
+static int set(struct sbx_runner *r, const char *const *words, const char *agent, struct sbx_err *e)
+{
+	size_t n = 0;
+	while (words[n] != NULL)
+		n++;
+	r->argv = calloc(n + 1, sizeof *r->argv);
+	r->agent = strdup(agent);
+	int ok = r->argv != NULL && r->agent != NULL;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = (r->argv[i] = strdup(words[i])) != NULL;
+	if (!ok) {
+		sbx_runner_free(r);
+		return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "runner");
+	}
+	return 0;
+}
+
+int sbx_runner_from_spec(const char *spec, const char *agent_dir, const char *agent,
+                         struct sbx_runner *r, struct sbx_err *e)
+{
+	r->argv = NULL;
+	r->agent = NULL;
+	char path[PATH_MAX];
+	if (strcmp(spec, "local") == 0) {
+		if (agent == NULL) {
+			if (sbx_agent_path(agent_dir, sbx_arch_self(), path, sizeof path, e) != 0)
+				return -1;
+			agent = path;
+		}
+		const char *words[] = {"{agent}", "serve", NULL};
+		return set(r, words, agent, e);
+	}
+	if (strncmp(spec, "qemu:", 5) == 0) {
+		const struct sbx_arch *a = sbx_arch_by_name(spec + 5);
+		if (a == NULL)
+			return sbx_err_set(e, SBX_EUSAGE, 0, "unknown architecture in runner '%s'",
+			                   spec);
+		if (agent == NULL) {
+			if (sbx_agent_path(agent_dir, a->name, path, sizeof path, e) != 0)
+				return -1;
+			agent = path;
+		}
+		const char *words[] = {a->qemu, "{agent}", "serve", NULL};
+		return set(r, words, agent, e);
+	}
+	return sbx_err_set(e, SBX_EUSAGE, 0,
+	                   "unknown runner '%s' (this build has: local, qemu:ARCH; or --via)",
+	                   spec);
+}
+
+int sbx_runner_from_via(const char *via, const char *agent, struct sbx_runner *r, struct sbx_err *e)
+{
+	r->argv = NULL;
+	r->agent = NULL;
+	char **words;
+	if (sbx_split_words(via, &words, e) != 0)
+		return -1;
+	int needs_agent = 0;
+	for (char **w = words; *w != NULL; w++)
+		needs_agent |= strstr(*w, "{agent}") != NULL;
+	if (needs_agent && agent == NULL) {
+		free_words(words);
+		return sbx_err_set(e, SBX_EUSAGE, 0,
+		                   "--via uses {agent}: say where the agent is with --agent PATH");
+	}
+	int rc = set(r, (const char *const *)words, agent != NULL ? agent : "", e);
+	free_words(words);
+	return rc;
+}

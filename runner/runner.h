@@ -1,0 +1,30 @@
+/* Runners: how the host reaches an agent. Each gives an exec channel as an argv template
+ * (words may hold "{agent}") and the agent's path as the channel sees it. This issue's
+ * runners: local (the agent as a local process) and qemu:ARCH (through qemu-ARCH-static);
+ * --via takes any command line, e.g. 'podman exec -i SB {agent} serve'. */
+#ifndef SBX_RUNNER_H
+#define SBX_RUNNER_H
+
+#include "err.h"
+
+struct sbx_runner {
+	char **argv; /* NULL-terminated template */
+	char *agent; /* what {agent} becomes */
+};
+
+/* spec: "local" or "qemu:ARCH". agent_dir holds ARCH/sbx-agent; agent, when not NULL,
+ * overrides the agent path. */
+int sbx_runner_from_spec(const char *spec, const char *agent_dir, const char *agent,
+                         struct sbx_runner *r, struct sbx_err *e);
+
+/* A command line split into words like a POSIX shell would for quoting ('...', "...", \),
+ * without expansions. agent may be NULL when the line has no {agent}. */
+int sbx_runner_from_via(const char *via, const char *agent, struct sbx_runner *r,
+                        struct sbx_err *e);
+
+/* Splits a line into words (the quoting above); *words is NULL-terminated and malloc'd. */
+int sbx_split_words(const char *line, char ***words, struct sbx_err *e);
+
+void sbx_runner_free(struct sbx_runner *r);
+
+#endif

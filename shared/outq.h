@@ -1,0 +1,44 @@
+/* The output queue of one end of a connection, sans-I/O: frames wait in two lanes, control
+ * (HELLO, PONG, RESPONSE to probes, CREDIT, CANCEL) ahead of bulk (DATA and what must follow
+ * it), and the caller pulls iovecs for writev. A frame partly written is always finished
+ * first, so lanes never interleave inside a frame; a control frame waits behind at most the
+ * rest of one bulk frame. */
+#ifndef SBX_OUTQ_H
+#define SBX_OUTQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+struct sbx_outq_item;
+
+struct sbx_outq {
+	struct sbx_outq_item *cur; /* partly written */
+	struct sbx_outq_item *ctrl_head, *ctrl_tail;
+	struct sbx_outq_item *bulk_head, *bulk_tail;
+	size_t bytes;      /* everything queued */
+	size_t bulk_bytes; /* bulk lane only: callers stop producing bulk past a limit */
+};
+
+enum sbx_lane { SBX_LANE_CTRL, SBX_LANE_BULK };
+
+void sbx_outq_init(struct sbx_outq *q);
+void sbx_outq_free(struct sbx_outq *q);
+
+/* Queues one frame whose payload is pre (prelen bytes) followed by data (len bytes); either
+ * may be empty. Returns -1 when memory runs out or the payload is too long. */
+int sbx_outq_push(struct sbx_outq *q, enum sbx_lane lane, uint8_t type, uint8_t flags,
+                  uint32_t stream, const void *pre, size_t prelen, const void *data, size_t len);
+
+/* Fills up to max iovecs with what to write next; returns how many. */
+int sbx_outq_iov(const struct sbx_outq *q, struct iovec *iov, int max);
+
+/* n bytes of what sbx_outq_iov described were written. */
+void sbx_outq_advance(struct sbx_outq *q, size_t n);
+
+static inline int sbx_outq_empty(const struct sbx_outq *q)
+{
+	return q->bytes == 0;
+}
+
+#endif
