@@ -136,6 +136,14 @@ host: $(HOST)
 
 fuzz: $(FUZZERS)
 
+$(B)/bench/%: tests/bench/%.c $(B)/host/libsbx.a
+	@mkdir -p $(@D)
+	@echo "  CC bench $<"
+	$(Q)$(HOST_CC) $(WARN) -O2 -g -Ishared -Ihost -Irunner -o $@ $< $(B)/host/libsbx.a
+
+bench-session: $(AGENTS) $(B)/bench/bench_session
+	SBX_AGENT_DIR=$(abspath $(B)/agent) $(B)/bench/bench_session
+
 check: $(AGENTS) $(HOST) $(TESTS) $(FUZZERS)
 	tests/run.sh $(H) $(B)/fuzz
 

@@ -2,6 +2,7 @@
  * as text or JSON; `sbx session` answers JSON requests line by line over one connection. */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -952,6 +953,8 @@ static int cmd_selftest(const char *dir, int force_qemu, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	/* A vanished channel or reader is an error value, never a silent death. */
+	signal(SIGPIPE, SIG_IGN);
 	struct opts o = {0};
 	struct sbx_err e;
 	int i = 1;

@@ -464,6 +464,11 @@ int sbx_exec_wait(struct sbx_session *s, struct sbx_exec *x, struct sbx_exec_res
 	return rc;
 }
 
+int sbx_exec_done(const struct sbx_exec *x)
+{
+	return x->p->done;
+}
+
 int sbx_exec(struct sbx_session *s, const struct sbx_exec_opts *o, struct sbx_exec_result *r,
              struct sbx_err *e)
 {

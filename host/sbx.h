@@ -195,4 +195,7 @@ int sbx_exec_start(struct sbx_session *s, const struct sbx_exec_opts *o, struct 
 int sbx_exec_wait(struct sbx_session *s, struct sbx_exec *x, struct sbx_exec_result *r,
                   struct sbx_err *e);
 
+/* 1 once the command's result has arrived (sbx_exec_wait will not block). */
+int sbx_exec_done(const struct sbx_exec *x);
+
 #endif

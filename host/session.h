@@ -49,6 +49,7 @@ struct sbx_session {
 	char errtail[4096];
 	size_t errlen;
 	double timeout;
+	int sigpipe_ignored; /* the application ignores SIGPIPE: write without masking it */
 	int64_t last_rx_ns, keepalive_sent_ns;
 	uint8_t first[48]; /* the first bytes the channel sent, to show on garbage */
 	size_t seen;

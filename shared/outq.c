@@ -9,9 +9,13 @@
 struct sbx_outq_item {
 	struct sbx_outq_item *next;
 	enum sbx_lane lane;
-	size_t len, off;
+	size_t len, off, cap;
 	uint8_t data[];
 };
+
+/* Frames up to this size come from (and go back to) the spare list. */
+#define SMALL 1024
+#define MAX_SPARE 32
 
 void sbx_outq_init(struct sbx_outq *q)
 {
@@ -32,7 +36,34 @@ void sbx_outq_free(struct sbx_outq *q)
 	free(q->cur);
 	free_list(q->ctrl_head);
 	free_list(q->bulk_head);
+	free_list(q->spare);
 	sbx_outq_init(q);
+}
+
+static struct sbx_outq_item *item_new(struct sbx_outq *q, size_t total)
+{
+	if (total <= SMALL && q->spare != NULL) {
+		struct sbx_outq_item *it = q->spare;
+		q->spare = it->next;
+		q->nspare--;
+		return it;
+	}
+	size_t cap = total <= SMALL ? SMALL : total;
+	struct sbx_outq_item *it = malloc(sizeof *it + cap);
+	if (it != NULL)
+		it->cap = cap;
+	return it;
+}
+
+static void item_done(struct sbx_outq *q, struct sbx_outq_item *it)
+{
+	if (it->cap == SMALL && q->nspare < MAX_SPARE) {
+		it->next = q->spare;
+		q->spare = it;
+		q->nspare++;
+		return;
+	}
+	free(it);
 }
 
 int sbx_outq_push(struct sbx_outq *q, enum sbx_lane lane, uint8_t type, uint8_t flags,
@@ -41,7 +72,7 @@ int sbx_outq_push(struct sbx_outq *q, enum sbx_lane lane, uint8_t type, uint8_t 
 	if (prelen > SBX_FRAME_MAX_PAYLOAD || len > SBX_FRAME_MAX_PAYLOAD - prelen)
 		return -1;
 	size_t total = SBX_FRAME_HDR + prelen + len;
-	struct sbx_outq_item *it = malloc(sizeof *it + total);
+	struct sbx_outq_item *it = item_new(q, total);
 	if (it == NULL)
 		return -1;
 	it->next = NULL;
@@ -118,7 +149,7 @@ void sbx_outq_advance(struct sbx_outq *q, size_t n)
 			q->bulk_bytes -= k;
 		n -= k;
 		if (q->cur->off == q->cur->len) {
-			free(q->cur);
+			item_done(q, q->cur);
 			q->cur = NULL;
 		}
 	}

@@ -13,7 +13,10 @@
 struct sbx_outq_item;
 
 struct sbx_outq {
-	struct sbx_outq_item *cur; /* partly written */
+	struct sbx_outq_item *cur;   /* partly written */
+	struct sbx_outq_item *spare; /* small items kept for reuse: a probe's round trip then
+	                                allocates nothing (musl returns freed pages at once) */
+	int nspare;
 	struct sbx_outq_item *ctrl_head, *ctrl_tail;
 	struct sbx_outq_item *bulk_head, *bulk_tail;
 	size_t bytes;      /* everything queued */

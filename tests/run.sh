@@ -59,6 +59,11 @@ done
 echo "== session integration (local, qemu:aarch64)"
 cmocka "test_session local" env SBX_TEST_RUNNER=local "$hostdir/tests/test_session"
 cmocka "test_session qemu:aarch64" env SBX_TEST_RUNNER=qemu:aarch64 "$hostdir/tests/test_session"
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	# The agent as an unprivileged user: what it cannot do (switch users) is said, not hidden.
+	cmocka "test_session local as uid 65534" setpriv --reuid 65534 --regid 65534 --clear-groups \
+		env SBX_TEST_RUNNER=local "$hostdir/tests/test_session"
+fi
 
 echo "== agents"
 . "$top/toolchain/arch.sh"

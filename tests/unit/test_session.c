@@ -372,24 +372,35 @@ static void exec_env_cwd_user_stdin(void **state)
 	assert_int_equal(r.code, 0);
 	assert_int_equal(atol(c.out), (long)big);
 
-	/* A user switch, by uid and by name; as root it really switches. */
+	/* A user switch, by uid and by name: as root it really switches; as another user the
+	 * agent cannot, so the command runs as that user and the result says so. */
 	sbx_exec_opts_init(&o);
 	o.shell = "id -u";
-	o.user = "65534";
+	o.user = geteuid() == 0 ? "65534" : "0";
 	r = run(s, &o, &c);
 	c.out[c.nout] = '\0';
+	char self[32];
+	snprintf(self, sizeof self, "%u\n", (unsigned)geteuid());
 	if (geteuid() == 0) {
 		assert_false(r.user_fallback);
+		assert_string_equal(c.out, "65534\n");
+		o.user = "nobody";
+		r = run(s, &o, &c);
+		c.out[c.nout] = '\0';
 		assert_string_equal(c.out, "65534\n");
 	} else {
 		assert_true(r.user_fallback);
 		assert_non_null(strstr(r.note, "cannot switch"));
+		assert_string_equal(c.out, self);
+		o.user = NULL; /* root by default: the same fallback */
+		r = run(s, &o, &c);
+		assert_true(r.user_fallback);
 	}
-	o.user = "nobody";
-	r = run(s, &o, &c);
-	c.out[c.nout] = '\0';
-	if (geteuid() == 0)
-		assert_string_equal(c.out, "65534\n");
+	/* A user the sandbox does not know is a usage error, not a silent run as root. */
+	struct sbx_err e;
+	o.user = "no-such-user-sbx";
+	assert_int_equal(sbx_exec(s, &o, &r, &e), -1);
+	assert_int_equal(e.cls, SBX_EUSAGE);
 	sbx_session_close(s);
 }
 
