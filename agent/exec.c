@@ -111,7 +111,10 @@ int sbx_exec_parse(const uint8_t *p, size_t len, struct sbx_exec_req *r, struct 
 		case SBX_T_TIMEOUT_MS:
 		case SBX_T_STDIN:
 		case SBX_T_LINGER_MS:
-			if (sbx_field_i64(&f, &v) != 0 || v < 0)
+			/* Times are bounded (a day) so nothing downstream overflows. */
+			if (sbx_field_i64(&f, &v) != 0 || v < 0 ||
+			    ((f.tag == SBX_T_TIMEOUT_MS || f.tag == SBX_T_LINGER_MS) &&
+			     v > 86400000))
 				goto bad;
 			if (f.tag == SBX_T_ENV_CLEAR)
 				r->env_clear = v != 0;

@@ -35,7 +35,11 @@ struct job {
 	int fd_in, fd_out, fd_err;
 	int reaped, status;
 	struct sbx_spawned sp;
-	int64_t start_ns, deadline_ns, linger_ns, exit_ns;
+	int64_t start_ns, deadline_ns;
+	/* After the process exits its pipes are drained; a background process may keep them
+	 * open forever, so draining stops after linger_left_ns of time in which the agent could
+	 * have read (time blocked on the host's credit does not count). */
+	int64_t linger_left_ns, linger_mark_ns;
 	int timed_out, cancelled;
 	struct sbx_credit_tx tx[SBX_CH_COUNT];
 	struct sbx_credit_rx rx_in;
@@ -144,8 +148,10 @@ static void start_exec(struct serve *s, uint32_t stream, const uint8_t *p, size_
 	j->fd_err = j->sp.fd_err;
 	if (j->fd_in >= 0)
 		fcntl(j->fd_in, F_SETFL, fcntl(j->fd_in, F_GETFL) | O_NONBLOCK);
+	fcntl(j->fd_out, F_SETFL, fcntl(j->fd_out, F_GETFL) | O_NONBLOCK);
+	fcntl(j->fd_err, F_SETFL, fcntl(j->fd_err, F_GETFL) | O_NONBLOCK);
 	j->deadline_ns = req.timeout_ms > 0 ? j->start_ns + req.timeout_ms * 1000000 : 0;
-	j->linger_ns = req.linger_ms * 1000000;
+	j->linger_left_ns = req.linger_ms * 1000000;
 	for (int c = 0; c < SBX_CH_COUNT; c++)
 		sbx_credit_tx_init(&j->tx[c], s->host_window);
 	sbx_credit_rx_init(&j->rx_in, SBX_WINDOW_DEFAULT);
@@ -161,7 +167,7 @@ static void on_request(struct serve *s, const struct sbx_frame *f)
 	struct sbx_field op;
 	int64_t v = 0;
 	if (f->stream == 0 || find_job(s, f->stream) != NULL) {
-		respond_error(s, f->stream, SBX_EPROTOCOL, 0, "request on a stream in use");
+		fail(s, "the host opened a request on stream 0 or on a stream in use");
 		return;
 	}
 	if (sbx_msg_find(f->payload, f->len, SBX_T_OP, &op) != 1 || sbx_field_i64(&op, &v) != 0) {
@@ -242,8 +248,8 @@ static int on_credit(struct serve *s, const struct sbx_frame *f)
 	struct job *j = find_job(s, f->stream);
 	if (j == NULL)
 		return 0;
-	if (sbx_credit_tx_grant(&j->tx[f->payload[0]], n, (uint64_t)1 << 32) != 0)
-		return fail(s, "host granted more credit than any window");
+	if (sbx_credit_tx_grant(&j->tx[f->payload[0]], n, s->host_window) != 0)
+		return fail(s, "host granted more credit than its window");
 	return 0;
 }
 
@@ -268,8 +274,8 @@ static int on_welcome(struct serve *s, const struct sbx_frame *f)
 static int on_frame(struct serve *s, const struct sbx_frame *f)
 {
 	if (!s->welcomed) {
-		if (f->type != SBX_F_WELCOME)
-			return fail(s, "the host sent a frame before WELCOME");
+		if (f->type != SBX_F_WELCOME || f->stream != 0)
+			return fail(s, "the host sent a frame before WELCOME (on stream 0)");
 		return on_welcome(s, f);
 	}
 	switch (f->type) {
@@ -293,7 +299,9 @@ static int on_frame(struct serve *s, const struct sbx_frame *f)
 		return 0;
 	}
 	default:
-		return fail(s, "the host sent a frame type only the agent sends");
+		return fail(s, f->type == SBX_F_WELCOME
+		                       ? "the host sent WELCOME twice"
+		                       : "the host sent a frame type only the agent sends");
 	}
 }
 
@@ -337,30 +345,54 @@ static void flush_output(struct serve *s)
 	sbx_outq_advance(&s->out, (size_t)w);
 }
 
-/* Reads what credit and the queue allow from one output pipe of a job. */
-static void pump_out(struct serve *s, struct job *j, int chan)
+static void end_channel(struct serve *s, struct job *j, int chan)
 {
-	int *fd = chan == SBX_CH_STDOUT ? &j->fd_out : &j->fd_err;
+	uint8_t ch = (uint8_t)chan;
+	close_fd(chan == SBX_CH_STDOUT ? &j->fd_out : &j->fd_err);
+	sbx_outq_push(&s->out, SBX_LANE_BULK, SBX_F_DATA, SBX_FL_END, j->stream, &ch, 1, NULL, 0);
+}
+
+enum pump { PUMP_DATA, PUMP_EOF, PUMP_EMPTY, PUMP_BLOCKED };
+
+/* Reads what credit allows from one output pipe of a job into a DATA frame. */
+static enum pump pump_out(struct serve *s, struct job *j, int chan)
+{
+	int fd = chan == SBX_CH_STDOUT ? j->fd_out : j->fd_err;
 	uint8_t ch = (uint8_t)chan;
 	uint64_t room = sbx_credit_tx_take(&j->tx[chan], SBX_DATA_CHUNK);
 	if (room == 0)
-		return;
+		return PUMP_BLOCKED;
 	uint8_t buf[SBX_DATA_CHUNK];
-	ssize_t n = read(*fd, buf, room);
+	ssize_t n = read(fd, buf, room);
 	if (n < 0) {
 		j->tx[chan].avail += room;
 		if (errno == EINTR || errno == EAGAIN)
-			return;
-		n = 0;
+			return PUMP_EMPTY;
+		n = 0; /* a read error ends the channel like EOF */
 	}
 	j->tx[chan].avail += room - (uint64_t)n;
 	if (n == 0) {
-		close_fd(fd);
-		sbx_outq_push(&s->out, SBX_LANE_BULK, SBX_F_DATA, SBX_FL_END, j->stream, &ch, 1,
-		              NULL, 0);
-		return;
+		end_channel(s, j, chan);
+		return PUMP_EOF;
 	}
 	sbx_outq_push(&s->out, SBX_LANE_BULK, SBX_F_DATA, 0, j->stream, &ch, 1, buf, (size_t)n);
+	return PUMP_DATA;
+}
+
+/* Linger is over: take what is already in the pipe (as far as credit and the queue allow)
+ * and close it once empty, so nothing the command wrote before exiting is lost. */
+static void drain_and_close(struct serve *s, struct job *j, int chan)
+{
+	for (;;) {
+		if ((chan == SBX_CH_STDOUT ? j->fd_out : j->fd_err) < 0 ||
+		    s->out.bulk_bytes >= BULK_LIMIT)
+			return;
+		enum pump r = pump_out(s, j, chan);
+		if (r == PUMP_EMPTY)
+			end_channel(s, j, chan);
+		if (r != PUMP_DATA)
+			return;
+	}
 }
 
 static void pump_in(struct serve *s, struct job *j)
@@ -408,6 +440,8 @@ static void finish_job(struct serve *s, struct job *j)
 		sbx_msgw_i64(&w, SBX_T_OUTCOME, SBX_EXEC_EXITED);
 		sbx_msgw_i64(&w, SBX_T_CODE, WEXITSTATUS(j->status));
 	}
+	if (j->cancelled)
+		sbx_msgw_i64(&w, SBX_T_CANCELLED, 1);
 	if (j->sp.user_fallback) {
 		sbx_msgw_i64(&w, SBX_T_USER_FALLBACK, 1);
 		sbx_msgw_str(&w, SBX_T_NOTE, j->sp.note);
@@ -432,7 +466,7 @@ static void reap(struct serve *s)
 		if (r == j->pid) {
 			j->reaped = 1;
 			j->status = st;
-			j->exit_ns = now_ns();
+			j->linger_mark_ns = now_ns();
 		}
 	}
 }
@@ -453,25 +487,17 @@ static int tend_jobs(struct serve *s)
 			}
 		}
 		if (j->reaped && (j->fd_out >= 0 || j->fd_err >= 0)) {
-			/* A background process may hold the pipes open forever: stop after linger.
-			 */
-			int64_t end = j->exit_ns + j->linger_ns;
-			if (now >= end) {
-				uint8_t ch;
-				if (j->fd_out >= 0) {
-					close_fd(&j->fd_out);
-					ch = SBX_CH_STDOUT;
-					sbx_outq_push(&s->out, SBX_LANE_BULK, SBX_F_DATA,
-					              SBX_FL_END, j->stream, &ch, 1, NULL, 0);
-				}
-				if (j->fd_err >= 0) {
-					close_fd(&j->fd_err);
-					ch = SBX_CH_STDERR;
-					sbx_outq_push(&s->out, SBX_LANE_BULK, SBX_F_DATA,
-					              SBX_FL_END, j->stream, &ch, 1, NULL, 0);
-				}
-			} else if (next < 0 || end < next) {
-				next = end;
+			int can_read = s->out.bulk_bytes < BULK_LIMIT &&
+			               ((j->fd_out >= 0 && j->tx[SBX_CH_STDOUT].avail > 0) ||
+			                (j->fd_err >= 0 && j->tx[SBX_CH_STDERR].avail > 0));
+			if (can_read)
+				j->linger_left_ns -= now - j->linger_mark_ns;
+			j->linger_mark_ns = now;
+			if (j->linger_left_ns <= 0) {
+				drain_and_close(s, j, SBX_CH_STDOUT);
+				drain_and_close(s, j, SBX_CH_STDERR);
+			} else if (can_read && (next < 0 || now + j->linger_left_ns < next)) {
+				next = now + j->linger_left_ns;
 			}
 		}
 		if (j->reaped && j->fd_out < 0 && j->fd_err < 0) {
@@ -546,8 +572,9 @@ static int loop(struct serve *s)
 				}
 			} else if (chan[i] == SBX_CH_STDIN) {
 				pump_in(s, owner[i]);
-			} else {
-				pump_out(s, owner[i], chan[i]);
+			} else if (pump_out(s, owner[i], chan[i]) == PUMP_EMPTY &&
+			           (pfd[i].revents & (POLLHUP | POLLERR))) {
+				end_channel(s, owner[i], chan[i]);
 			}
 		}
 		/* Stdin may have queued replies; try to send them at once. */

@@ -440,6 +440,9 @@ int sbx_exec_wait(struct sbx_session *s, struct sbx_exec *x, struct sbx_exec_res
 			case SBX_T_USER_FALLBACK:
 				r->user_fallback = v != 0;
 				break;
+			case SBX_T_CANCELLED:
+				r->cancelled = v != 0;
+				break;
 			case SBX_T_NOTE:
 				if (f.len < sizeof r->note)
 					sbx_field_str(&f, r->note, sizeof r->note);

@@ -177,6 +177,7 @@ struct sbx_exec_result {
 	int err;    /* errno when NOT_STARTED */
 	char message[256];
 	int user_fallback; /* ran as the default user: the sandbox cannot switch users */
+	int cancelled;     /* the host cancelled it (an output sink refused data) */
 	char note[200];
 	int64_t pid;
 	double seconds;

@@ -245,7 +245,7 @@ static int parse_hello(struct sbx_session *s, const struct sbx_frame *f, struct 
 		         SBX_PROTO_MAX);
 		return breaks(s, e, SBX_EPROTOCOL, 0, "%s", msg);
 	}
-	if (h->window < 4096)
+	if (h->window < 4096 || h->window > (1 << 30))
 		h->window = SBX_WINDOW_DEFAULT;
 	s->have_hello = 1;
 	uint8_t buf[128];
@@ -286,9 +286,9 @@ static int on_frame(struct sbx_session *s, const struct sbx_frame *f, struct sbx
 {
 	s->last_rx_ns = sbx_now_ns();
 	if (!s->have_hello) {
-		if (f->type != SBX_F_HELLO)
+		if (f->type != SBX_F_HELLO || f->stream != 0)
 			return breaks(s, e, SBX_EPROTOCOL, 0,
-			              "the agent did not start with HELLO%s", "");
+			              "the agent did not start with HELLO on stream 0%s", "");
 		return parse_hello(s, f, e);
 	}
 	struct sbx_stream *p;
@@ -322,12 +322,14 @@ static int on_frame(struct sbx_session *s, const struct sbx_frame *f, struct sbx
 			return breaks(s, e, SBX_EPROTOCOL, 0, "malformed CREDIT%s", "");
 		uint64_t n = (uint64_t)f->payload[1] << 24 | (uint64_t)f->payload[2] << 16 |
 		             (uint64_t)f->payload[3] << 8 | f->payload[4];
-		if (p != NULL && sbx_credit_tx_grant(&p->tx_in, n, (uint64_t)1 << 32) != 0)
+		if (p != NULL && sbx_credit_tx_grant(&p->tx_in, n, (uint64_t)s->hello.window) != 0)
 			return breaks(s, e, SBX_EPROTOCOL, 0, "credit past any window%s", "");
 		return 0;
 	}
 	default:
-		return breaks(s, e, SBX_EPROTOCOL, 0, "the agent sent a frame only hosts send%s",
+		return breaks(s, e, SBX_EPROTOCOL, 0,
+		              f->type == SBX_F_HELLO ? "the agent sent HELLO twice%s"
+		                                     : "the agent sent a frame only hosts send%s",
 		              "");
 	}
 }

@@ -21,7 +21,7 @@
 enum sbx_frame_type {
 	SBX_F_HELLO = 0x01,   /* agent -> host, stream 0: who the agent is */
 	SBX_F_WELCOME = 0x02, /* host -> agent, stream 0: the version chosen */
-	SBX_F_PING = 0x03,    /* either way: echo the payload in a PONG on the same stream */
+	SBX_F_PING = 0x03,    /* host -> agent: echo the payload in a PONG on the same stream */
 	SBX_F_PONG = 0x04,
 	SBX_F_REQUEST = 0x10,  /* host -> agent: opens a stream with an operation */
 	SBX_F_RESPONSE = 0x11, /* agent -> host: the operation's result; closes the stream */

@@ -103,7 +103,10 @@ enum sbx_tag {
 	SBX_T_USER_FALLBACK = 61,
 	SBX_T_DURATION_NS = 62,
 	SBX_T_LINGER_MS = 63,
-	SBX_T_NOTE = 64, /* a remark that is not an error: the user fallback */
+	SBX_T_NOTE = 64,
+	SBX_T_CANCELLED = 65,
+	/* EXEC result: the host cancelled the command */ /* a remark that is not an error: the user
+	                                                     fallback */
 };
 
 enum sbx_exec_outcome {

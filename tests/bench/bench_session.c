@@ -242,7 +242,7 @@ int main(int argc, char **argv)
 	sched_setaffinity(0, sizeof all, &all);
 	printf("\nHead-of-line: ping round trips while one exec streams 1 GiB of output to the "
 	       "host (no pinning; target p99 <= 10 ms)\n\n");
-	printf("| runner | pings | p50 us | p99 us | last us | stream | target |\n");
+	printf("| runner | pings | p50 us | p99 us | max us | stream | target |\n");
 	printf("|---|---:|---:|---:|---:|---|---|\n");
 	head_of_line("local");
 	head_of_line("qemu:aarch64");

@@ -439,6 +439,78 @@ static void exec_bulk_output(void **state)
 	sbx_session_close(s);
 }
 
+struct slow {
+	uint64_t n;
+	int slept;
+};
+
+static int slow_sink(void *ctx, int chan, const void *p, size_t n)
+{
+	(void)chan, (void)p;
+	struct slow *c = ctx;
+	if (!c->slept) {
+		/* Hold the agent on credit well past the 200 ms linger. */
+		struct timespec t = {0, 600000000};
+		nanosleep(&t, NULL);
+		c->slept = 1;
+	}
+	c->n += n;
+	return 0;
+}
+
+/* Regression: output still in the pipe when the command exits must not be dropped while
+ * the agent waits for the host's credit (the linger clock only runs while it can read). */
+static void exec_output_survives_slow_host(void **state)
+{
+	(void)state;
+	struct sbx_session *s = open_runner();
+	struct sbx_exec_opts o;
+	sbx_exec_opts_init(&o);
+	struct slow c = {0, 0};
+	/* One credit window (1 MiB) plus a pipe's worth: the last 64 KiB wait in the pipe. */
+	o.shell = "head -c 1114112 /dev/zero";
+	o.on_output = slow_sink;
+	o.ctx = &c;
+	struct sbx_exec_result r;
+	struct sbx_err e;
+	assert_int_equal(sbx_exec(s, &o, &r, &e), 0);
+	assert_int_equal(r.code, 0);
+	assert_true(c.n == 1114112);
+	sbx_session_close(s);
+}
+
+static int refuse_sink(void *ctx, int chan, const void *p, size_t n)
+{
+	(void)chan, (void)p, (void)n;
+	(*(int *)ctx)++;
+	return -1;
+}
+
+/* A sink that refuses data cancels the command (its group is killed) and the session stays
+ * usable. */
+static void exec_cancelled_by_sink(void **state)
+{
+	(void)state;
+	struct sbx_session *s = open_runner();
+	struct sbx_exec_opts o;
+	sbx_exec_opts_init(&o);
+	int calls = 0;
+	o.shell = "yes";
+	o.on_output = refuse_sink;
+	o.ctx = &calls;
+	struct sbx_exec_result r;
+	struct sbx_err e;
+	double t0 = now();
+	assert_int_equal(sbx_exec(s, &o, &r, &e), -1);
+	assert_int_equal(e.cls, SBX_EUSAGE);
+	assert_non_null(strstr(e.msg, "cancelled"));
+	assert_int_equal(calls, 1);
+	assert_true(now() - t0 < 5);
+	enum sbx_kind k;
+	assert_int_equal(sbx_kind(s, "/", &k, &e), 0);
+	sbx_session_close(s);
+}
+
 /* ---- broken channels ---- */
 
 static void channel_garbage(void **state)
@@ -592,6 +664,8 @@ int main(int argc, char **argv)
 	        cmocka_unit_test(exec_outcomes),
 	        cmocka_unit_test(exec_env_cwd_user_stdin),
 	        cmocka_unit_test(exec_bulk_output),
+	        cmocka_unit_test(exec_cancelled_by_sink),
+	        cmocka_unit_test(exec_output_survives_slow_host),
 	        cmocka_unit_test(channel_garbage),
 	        cmocka_unit_test(channel_missing_program),
 	        cmocka_unit_test(channel_truncated),
