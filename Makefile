@@ -54,6 +54,32 @@ $(B)/agent/$(1)/sbx-agent: $$(AGENT_OBJ_$(1))
 endef
 $(foreach a,$(ARCHES),$(eval $(call agent_rules,$(a))))
 
+# The negative control: an x86_64 agent whose supervisor has no subreaper, no /proc walk and
+# no nonce scan. The escape tests must fail against it (proof that they can fail).
+WEAK := $(B)/agent-weak/x86_64/sbx-agent
+WEAK_OBJ := $(patsubst %.c,$(B)/agent-weak/x86_64/obj/%.o,$(AGENT_SRC))
+
+$(B)/agent-weak/x86_64/obj/%.o: %.c $(SBX_CACHE)/x86_64/.stamp
+	@mkdir -p $(@D)
+	@echo "  CC weak $<"
+	$(Q)$(AGENT_CC_x86_64) $(AGENT_CFLAGS) -DSBX_WEAK_SUPERVISOR -I$(SBX_CACHE)/x86_64/include \
+		-MMD -MP -c -o $@ $<
+
+$(WEAK): $(WEAK_OBJ)
+	@echo "  LD $@"
+	$(Q)$(AGENT_CC_x86_64) -static -s -Wl,--gc-sections -o $@ $^ -L$(SBX_CACHE)/x86_64/lib \
+		-larchive -lbearssl
+
+-include $(WEAK_OBJ:.o=.d)
+
+# Adversarial harness programs (tests/harness/): native, static so any sandbox can run them.
+HARNESS := $(patsubst tests/harness/%.c,$(B)/harness/%,$(wildcard tests/harness/*.c))
+
+$(B)/harness/%: tests/harness/%.c
+	@mkdir -p $(@D)
+	@echo "  CC harness $<"
+	$(Q)$(HOST_CC) -O2 -Wall -Wextra -Werror -std=c11 -D_GNU_SOURCE -static -o $@ $<
+
 # ---- host: libsbx.a, libsbx.so, sbx (glibc, system compiler) ---------------------------
 
 HOST_CC ?= cc
@@ -66,7 +92,8 @@ SANFLAGS :=
 endif
 HOST_CFLAGS := $(WARN) -O2 -g -fPIC $(SANFLAGS) -Ishared -Ihost -Irunner -I$(SBX_CACHE)/host/include
 HOST_LDFLAGS := $(SANFLAGS)
-LIB_SRC := $(filter-out host/cli.c,$(wildcard host/*.c)) $(wildcard shared/*.c) $(wildcard runner/*.c)
+CLI_SRC := $(wildcard host/cli*.c)
+LIB_SRC := $(filter-out $(CLI_SRC),$(wildcard host/*.c)) $(wildcard shared/*.c) $(wildcard runner/*.c)
 LIB_OBJ := $(patsubst %.c,$(H)/obj/%.o,$(LIB_SRC))
 BEARSSL_HOST := $(SBX_CACHE)/host/lib/libbearssl.a
 
@@ -88,11 +115,13 @@ $(H)/libsbx.so: $(LIB_OBJ) $(SBX_CACHE)/host/.stamp
 	@echo "  LD $@"
 	$(Q)$(HOST_CC) -shared -Wl,-soname,libsbx.so.0 -Wl,--exclude-libs,ALL $(HOST_LDFLAGS) -o $@ $(LIB_OBJ) $(BEARSSL_HOST)
 
-$(H)/sbx: $(H)/obj/host/cli.o $(H)/libsbx.a
+CLI_OBJ := $(patsubst %.c,$(H)/obj/%.o,$(CLI_SRC))
+
+$(H)/sbx: $(CLI_OBJ) $(H)/libsbx.a
 	@echo "  LD $@"
 	$(Q)$(HOST_CC) $(HOST_LDFLAGS) -o $@ $^
 
--include $(LIB_OBJ:.o=.d) $(H)/obj/host/cli.d
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d)
 
 HOST := $(H)/sbx $(H)/libsbx.a $(H)/libsbx.so
 
@@ -129,7 +158,7 @@ $(B)/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) $(SBX_CACHE)/host/.stamp
 
 # ---- targets -----------------------------------------------------------------------------
 
-.PHONY: all agents host check size clean distclean format fuzz bench-session FORCE
+.PHONY: all agents host check size clean distclean format fuzz bench-session bench-supervise FORCE
 all: agents host
 agents: $(AGENTS)
 host: $(HOST)
@@ -144,7 +173,11 @@ $(B)/bench/%: tests/bench/%.c $(B)/host/libsbx.a
 bench-session: $(AGENTS) $(B)/bench/bench_session
 	SBX_AGENT_DIR=$(abspath $(B)/agent) $(B)/bench/bench_session
 
-check: $(AGENTS) $(HOST) $(TESTS) $(FUZZERS)
+bench-supervise: $(AGENTS) $(B)/host/sbx $(B)/bench/bench_supervise $(HARNESS)
+	SBX_AGENT_DIR=$(abspath $(B)/agent) SBX_HARNESS_DIR=$(abspath $(B)/harness) \
+		$(B)/bench/bench_supervise
+
+check: $(AGENTS) $(HOST) $(TESTS) $(FUZZERS) $(WEAK) $(HARNESS)
 	tests/run.sh $(H) $(B)/fuzz
 
 size: $(AGENTS)
@@ -154,7 +187,7 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(B)/agent $(B)/host $(B)/san $(B)/fuzz $(B)/bench
+	rm -rf $(B)/agent $(B)/agent-weak $(B)/host $(B)/san $(B)/fuzz $(B)/bench $(B)/harness
 
 distclean:
 	rm -rf $(B)

@@ -8,6 +8,7 @@
 #include "../shared/version.h"
 #include "selftest.h"
 #include "serve.h"
+#include "supervise.h"
 
 #ifndef SBX_LIBARCHIVE_DEBIAN
 #error "build with -DSBX_LIBARCHIVE_DEBIAN=\"version\" (the Makefile passes toolchain/pins)"
@@ -18,10 +19,14 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: sbx-agent --version | selftest | serve | help\n"
+	fputs("usage: sbx-agent --version | selftest | serve | supervise ... | help\n"
 	      "  --version  version, architecture, libarchive and BearSSL versions\n"
 	      "  selftest   check libarchive (pax round trip) and BearSSL (SHA-256, HMAC "
-	      "vectors)\n",
+	      "vectors)\n"
+	      "  supervise  --session DIR [--timeout S] [--grace S] [--log-max BYTES] [--user U]\n"
+	      "             [--cwd D] [--env K=V]... [--env-clear] [--key-hex HEX | --key-fd FD]\n"
+	      "             -- ARGV...    run a harness to completion; print its receipt\n"
+	      "  supervise --rearm --session DIR    begin the next activation of a session\n",
 	      f);
 }
 
@@ -41,6 +46,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "serve") == 0)
 		return sbx_serve(0, 1);
+	if (strcmp(cmd, "supervise") == 0)
+		return sbx_supervise_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "selftest") == 0)
 		return sbx_selftest_run(stdout) == 0 ? 0 : 1;
 	if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0) {

@@ -23,6 +23,7 @@
 #include "outq.h"
 #include "probe.h"
 #include "proto.h"
+#include "supctl.h"
 
 /* Bulk bytes queued for stdout past which the agent stops reading jobs' pipes. */
 #define BULK_LIMIT (2u * 1024u * 1024u)
@@ -192,6 +193,24 @@ static void on_request(struct serve *s, const struct sbx_frame *f)
 	case SBX_OP_EXEC:
 		start_exec(s, f->stream, f->payload, f->len);
 		return;
+	case SBX_OP_SUP_RUN:
+		sbx_supctl_run(f->payload, f->len, &w);
+		break;
+	case SBX_OP_SUP_SIGNAL:
+		sbx_supctl_signal(f->payload, f->len, &w);
+		break;
+	case SBX_OP_SUP_STATUS:
+		sbx_supctl_status(f->payload, f->len, &w);
+		break;
+	case SBX_OP_SUP_READ:
+		sbx_supctl_read(f->payload, f->len, &w);
+		break;
+	case SBX_OP_SUP_REARM:
+		sbx_supctl_rearm(f->payload, f->len, &w);
+		break;
+	case SBX_OP_SUP_CLOSE:
+		sbx_supctl_close(f->payload, f->len, &w);
+		break;
 	default: {
 		char msg[64];
 		snprintf(msg, sizeof msg, "unknown operation %lld", (long long)v);

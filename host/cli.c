@@ -15,23 +15,7 @@
 #include "runner.h"
 #include "sbx.h"
 
-/* Exit statuses of sbx's own failures (docs/cli.md). exec and sh use 125 for all of them so
- * the command's own statuses keep their meaning. */
-enum {
-	EX_FALSE = 1,
-	EX_USAGE = 2,
-	EX_UNAVAILABLE = 3,
-	EX_PROBE = 4,
-	EX_TRANSFER = 5,
-	EX_PROTOCOL = 6,
-	EX_EXEC_SBX = 125,
-};
-
-struct opts {
-	const char *via, *runner, *agent, *agent_dir;
-	int json;
-	double timeout;
-};
+#include "cli.h"
 
 static void usage(FILE *f)
 {
@@ -48,6 +32,11 @@ static void usage(FILE *f)
 	      "       -- ARGV...             run a program (no shell needed); -i streams stdin\n"
 	      "  sh [same options] 'COMMAND' run a shell command line (/bin/sh -c)\n"
 	      "  session                     JSON lines: one request per input line\n"
+	      "  run --session DIR [--timeout S] [--grace S] [--log-max B] [--user U] [--cwd D]\n"
+	      "      [--env K=V]... [--env-clear] [--key-file F] [--detach] -- ARGV...\n"
+	      "                              run a harness under the supervisor; prints the\n"
+	      "                              signed receipt; exits with the harness's status\n"
+	      "  stop|expire|attach|output|receipt|rearm|close --session DIR [...]\n"
 	      "  version | arches | selftest [--qemu] [ARCH...|all]\n"
 	      "exit status: exec/sh: the command's (128+signal, 124 timed out, 126/127 not\n"
 	      "started), 125 when sbx itself failed. Others: 0 ok, 1 false (lands-clear),\n"
@@ -55,7 +44,7 @@ static void usage(FILE *f)
 	      f);
 }
 
-static int class_exit(enum sbx_err_class c)
+int class_exit(enum sbx_err_class c)
 {
 	switch (c) {
 	case SBX_EUNAVAILABLE:
@@ -71,7 +60,7 @@ static int class_exit(enum sbx_err_class c)
 	}
 }
 
-static void print_json(struct sbx_jw *w)
+void print_json(struct sbx_jw *w)
 {
 	size_t len;
 	const char *t = sbx_jw_text(w, &len);
@@ -87,7 +76,7 @@ static void print_json(struct sbx_jw *w)
 	sbx_jw_reset(w);
 }
 
-static void json_err(struct sbx_jw *w, const struct sbx_err *e)
+void json_err(struct sbx_jw *w, const struct sbx_err *e)
 {
 	sbx_jw_key(w, "ok");
 	sbx_jw_bool(w, 0);
@@ -103,7 +92,7 @@ static void json_err(struct sbx_jw *w, const struct sbx_err *e)
 }
 
 /* Reports a failure: a JSON object or a line on stderr. Returns the exit status. */
-static int fail(const struct opts *o, const struct sbx_err *e, int status)
+int fail(const struct opts *o, const struct sbx_err *e, int status)
 {
 	if (o->json) {
 		struct sbx_jw w;
@@ -839,6 +828,9 @@ static int session_one(struct sbx_session *s, const struct sbx_json *req, struct
 	}
 	if (strcmp(op, "exec") == 0 || strcmp(op, "sh") == 0)
 		return session_exec(s, req, op[0] == 's', w, e);
+	int rc;
+	if (cli_sup_session(s, op, req, w, e, &rc))
+		return rc;
 	return sbx_err_set(e, SBX_EUSAGE, 0, "unknown op \"%s\"", op);
 }
 
@@ -1025,10 +1017,10 @@ int main(int argc, char **argv)
 		}
 		return cmd_selftest(dir, force_qemu, argc - i, argv + i);
 	}
-	int is_exec = strcmp(cmd, "exec") == 0 || strcmp(cmd, "sh") == 0;
+	int is_exec = strcmp(cmd, "exec") == 0 || strcmp(cmd, "sh") == 0 || strcmp(cmd, "run") == 0;
 	static const char *const known[] = {"hello",       "ping", "kind", "stat",    "resolve",
 	                                    "lands-clear", "exec", "sh",   "session", NULL};
-	int ok = 0;
+	int ok = cli_sup_known(cmd);
 	for (const char *const *k = known; *k != NULL; k++)
 		ok |= strcmp(cmd, *k) == 0;
 	if (!ok) {
@@ -1040,7 +1032,9 @@ int main(int argc, char **argv)
 	if (open_session(&o, &s, &e) != 0)
 		return fail(&o, &e, is_exec ? EX_EXEC_SBX : class_exit(e.cls));
 	int status;
-	if (is_exec)
+	if (cli_sup_known(cmd))
+		status = cli_sup(&o, s, cmd, argc - i, argv + i);
+	else if (is_exec)
 		status = cmd_exec(&o, s, cmd[0] == 's', argc - i, argv + i);
 	else if (strcmp(cmd, "session") == 0)
 		status = cmd_session(s);

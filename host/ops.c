@@ -41,83 +41,16 @@ static char *field_dup(const struct sbx_field *f)
 	return s;
 }
 
-/* The error a RESPONSE carries, if any: returns -1 with *e set when STATUS is not ok. */
-static int response_status(const uint8_t *p, size_t len, struct sbx_err *e)
-{
-	struct sbx_msgr r;
-	struct sbx_field f;
-	int64_t status = -1, err = 0;
-	char msg[200] = "";
-	sbx_msgr_init(&r, p, len);
-	int rc;
-	while ((rc = sbx_msgr_next(&r, &f)) == 1) {
-		if (f.tag == SBX_T_STATUS)
-			sbx_field_i64(&f, &status);
-		else if (f.tag == SBX_T_ERRNO)
-			sbx_field_i64(&f, &err);
-		else if (f.tag == SBX_T_MESSAGE && f.len < sizeof msg)
-			sbx_field_str(&f, msg, sizeof msg);
-	}
-	if (rc < 0 || status < 0 || status > SBX_EUSAGE)
-		return sbx_err_set(e, SBX_EPROTOCOL, 0, "malformed response from the agent");
-	if (status == 0)
-		return 0;
-	sbx_err_set(e, (enum sbx_err_class)status, 0, "%s", msg);
-	e->errnum = (int)err;
-	return -1;
-}
-
-/* Sends a request and waits for its response; on success *out holds the stream (the caller
- * reads p->resp and frees it with sbx_stream_free). */
-static int call(struct sbx_session *s, const struct sbx_msgw *w, struct sbx_stream **out,
-                struct sbx_err *e)
-{
-	*out = NULL;
-	if (w->overflow)
-		return sbx_err_set(e, SBX_EUSAGE, 0, "request too large for one frame");
-	if (s->broken) {
-		*e = s->broken_err;
-		return -1;
-	}
-	struct sbx_stream *p = sbx_stream_new(s, SBX_STREAM_REQ);
-	if (p == NULL)
-		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "request");
-	int64_t deadline = sbx_now_ns() + (int64_t)(sbx_session_timeout(s) * 1e9);
-	if (sbx_send(s, SBX_LANE_CTRL, SBX_F_REQUEST, 0, p->id, NULL, 0, w->buf, w->len, e) != 0 ||
-	    sbx_wait_stream(s, p, deadline, e) != 0 ||
-	    response_status(p->resp, p->resp_len, e) != 0) {
-		sbx_stream_free(s, p);
-		return -1;
-	}
-	*out = p;
-	return 0;
-}
-
-/* A request buffer big enough for the fields given. */
-static uint8_t *req_buf(size_t need, struct sbx_msgw *w, struct sbx_err *e)
-{
-	if (need > SBX_FRAME_MAX_PAYLOAD) {
-		sbx_err_set(e, SBX_EUSAGE, 0, "request too large for one frame");
-		return NULL;
-	}
-	uint8_t *b = malloc(need);
-	if (b == NULL)
-		sbx_err_set(e, SBX_EUSAGE, ENOMEM, "request");
-	else
-		sbx_msgw_init(w, b, need);
-	return b;
-}
-
 int sbx_kind(struct sbx_session *s, const char *path, enum sbx_kind *out, struct sbx_err *e)
 {
 	struct sbx_msgw w;
-	uint8_t *b = req_buf(64 + strlen(path), &w, e);
+	uint8_t *b = sbx_req_buf(64 + strlen(path), &w, e);
 	if (b == NULL)
 		return -1;
 	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_KIND);
 	sbx_msgw_str(&w, SBX_T_PATH, path);
 	struct sbx_stream *p;
-	int rc = call(s, &w, &p, e);
+	int rc = sbx_call(s, &w, &p, e);
 	free(b);
 	if (rc != 0)
 		return -1;
@@ -216,14 +149,14 @@ int sbx_stat(struct sbx_session *s, const char *const *paths, size_t n, struct s
 		for (size_t i = 0; i < cnt; i++)
 			need += 6 + strlen(paths[base + i]);
 		struct sbx_msgw w;
-		uint8_t *b = req_buf(need, &w, e);
+		uint8_t *b = sbx_req_buf(need, &w, e);
 		if (b == NULL)
 			goto fail;
 		sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_STAT);
 		for (size_t i = 0; i < cnt; i++)
 			sbx_msgw_str(&w, SBX_T_PATH, paths[base + i]);
 		struct sbx_stream *p;
-		int rc = call(s, &w, &p, e);
+		int rc = sbx_call(s, &w, &p, e);
 		free(b);
 		if (rc != 0)
 			goto fail;
@@ -258,13 +191,13 @@ int sbx_resolve(struct sbx_session *s, const char *path, char **out, struct sbx_
 {
 	*out = NULL;
 	struct sbx_msgw w;
-	uint8_t *b = req_buf(64 + strlen(path), &w, e);
+	uint8_t *b = sbx_req_buf(64 + strlen(path), &w, e);
 	if (b == NULL)
 		return -1;
 	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_RESOLVE);
 	sbx_msgw_str(&w, SBX_T_PATH, path);
 	struct sbx_stream *p;
-	int rc = call(s, &w, &p, e);
+	int rc = sbx_call(s, &w, &p, e);
 	free(b);
 	if (rc != 0)
 		return -1;
@@ -288,7 +221,7 @@ int sbx_lands_clear(struct sbx_session *s, const char *dir, const char *const *k
 	for (size_t i = 0; i < n; i++)
 		need += 6 + strlen(keep_out[i]);
 	struct sbx_msgw w;
-	uint8_t *b = req_buf(need, &w, e);
+	uint8_t *b = sbx_req_buf(need, &w, e);
 	if (b == NULL)
 		return -1;
 	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_LANDS_CLEAR);
@@ -296,7 +229,7 @@ int sbx_lands_clear(struct sbx_session *s, const char *dir, const char *const *k
 	for (size_t i = 0; i < n; i++)
 		sbx_msgw_str(&w, SBX_T_KEEP_OUT, keep_out[i]);
 	struct sbx_stream *p;
-	int rc = call(s, &w, &p, e);
+	int rc = sbx_call(s, &w, &p, e);
 	free(b);
 	if (rc != 0)
 		return -1;
@@ -350,7 +283,7 @@ int sbx_exec_start(struct sbx_session *s, const struct sbx_exec_opts *o, struct 
 	need += (o->shell ? strlen(o->shell) : 0) + (o->cwd ? strlen(o->cwd) : 0) +
 	        (o->user ? strlen(o->user) : 0) + 4 * 14;
 	struct sbx_msgw w;
-	uint8_t *b = req_buf(need, &w, e);
+	uint8_t *b = sbx_req_buf(need, &w, e);
 	if (b == NULL)
 		return -1;
 	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_EXEC);
@@ -411,7 +344,7 @@ int sbx_exec_wait(struct sbx_session *s, struct sbx_exec *x, struct sbx_exec_res
 	struct sbx_stream *p = x->p;
 	int rc = sbx_wait_stream(s, p, x->deadline_ns, e);
 	if (rc == 0)
-		rc = response_status(p->resp, p->resp_len, e);
+		rc = sbx_response_status(p->resp, p->resp_len, e);
 	if (rc == 0) {
 		struct sbx_msgr rd;
 		struct sbx_field f;

@@ -199,4 +199,159 @@ int sbx_exec_wait(struct sbx_session *s, struct sbx_exec *x, struct sbx_exec_res
 /* 1 once the command's result has arrived (sbx_exec_wait will not block). */
 int sbx_exec_done(const struct sbx_exec *x);
 
+/* ---- harness supervision ------------------------------------------------------------------
+ *
+ * A supervisor in the sandbox owns one harness run in a session folder (root-owned 0700): it
+ * launches the harness in its own session and process group as its subreaper, keeps the
+ * deadline even when this connection goes away, and on harness exit, deadline, expire, stop or
+ * a signal terminates every process of the run and writes a receipt (JSON, one line) signed
+ * with HMAC-SHA256 under a key only it and the host hold. See docs/supervision.md. */
+
+struct sbx_run_opts {
+	const char *session; /* absolute session folder in the sandbox */
+	char *const *argv;   /* the harness */
+	char *const *env;    /* "K=V" over the inherited environment */
+	int env_clear;
+	const char *cwd;
+	const char *user;     /* name or uid; NULL: the agent's user */
+	double timeout_s;     /* deadline from launch; 0 none */
+	double grace_s;       /* SIGTERM -> SIGKILL; < 0: 5 s */
+	int64_t log_max;      /* bytes kept of the combined output; 0: 16 MiB */
+	const uint8_t *key;   /* receipt key, at most 64 bytes; held by the supervisor in memory */
+	size_t key_len;
+};
+void sbx_run_opts_init(struct sbx_run_opts *o);
+
+/* Launches the supervisor; *pid (may be NULL) receives its pid. */
+int sbx_run_start(struct sbx_session *s, const struct sbx_run_opts *o, int64_t *pid,
+                  struct sbx_err *e);
+
+/* Cancellation (graded as such). Always accepted; the supervisor acts within milliseconds. */
+int sbx_run_stop(struct sbx_session *s, const char *session, struct sbx_err *e);
+
+/* Ends the run as at its time limit (graded as timeout); before launch the harness never
+ * starts (expired_before_launch). *placed (may be NULL) is 0 when the run had already
+ * finished or was already expired, like the reference's expire returning False. */
+int sbx_run_expire(struct sbx_session *s, const char *session, const char *reason, int *placed,
+                   struct sbx_err *e);
+
+struct sbx_run_status {
+	char state[16]; /* none launching running terminating killing done */
+	int alive;      /* the supervisor process is alive */
+	int has_receipt;
+	int64_t activation;
+	int64_t log_size;
+};
+int sbx_run_status(struct sbx_session *s, const char *session, struct sbx_run_status *st,
+                   struct sbx_err *e);
+
+/* Up to max bytes of "output.log", "receipt.json" or "receipt.sig" from offset; *data is
+ * malloc'd (NUL-terminated), *size the file's size now. */
+int sbx_run_read(struct sbx_session *s, const char *session, const char *name, int64_t offset,
+                 size_t max, char **data, size_t *len, int64_t *size, struct sbx_err *e);
+
+struct sbx_receipt {
+	char *json; /* the receipt's exact bytes (one JSON line) */
+	size_t len;
+	int verified; /* the signature matches under the key given */
+	/* parsed fields */
+	char trigger[16];
+	int status, timed_out, cancelled, expired_before_launch, launched;
+	int termination_witnessed;
+	int exit_code, exit_signal; /* -1 when not applicable */
+	int64_t kill_rounds, activation, oom_kills;
+};
+void sbx_receipt_free(struct sbx_receipt *r);
+
+/* Fetches the receipt now and verifies it with key (SBX_EUSAGE when there is none yet). */
+int sbx_run_receipt(struct sbx_session *s, const char *session, const uint8_t *key,
+                    size_t key_len, struct sbx_receipt *r, struct sbx_err *e);
+
+/* Waits until the receipt exists and the supervisor has gone (at most timeout_s; <= 0: no
+ * limit but the session's keepalive), then fetches and verifies it. */
+int sbx_run_wait(struct sbx_session *s, const char *session, const uint8_t *key, size_t key_len,
+                 double timeout_s, struct sbx_receipt *r, struct sbx_err *e);
+
+/* begin_activation: rearm a finished session for a new run in the same folder. */
+int sbx_run_rearm(struct sbx_session *s, const char *session, struct sbx_err *e);
+
+/* Marks the session closing: no later activation is accepted. */
+int sbx_run_close(struct sbx_session *s, const char *session, struct sbx_err *e);
+
+/* Parses and verifies receipt bytes (exported for tests and file-only providers). */
+int sbx_receipt_parse(const char *json, size_t len, const char *sig_hex, const uint8_t *key,
+                      size_t key_len, struct sbx_receipt *r, struct sbx_err *e);
+
+/* ---- the reference's SandboxSession, in C --------------------------------------------------
+ *
+ * One harness session over a retained connection: execute (stage, run under supervision,
+ * confirm termination, collect), stop_harness, expire, read_output_log, begin_activation and
+ * close, with the reference's rules: artifacts are collected only after termination is
+ * witnessed (or nothing launched), even when execution failed; close is idempotent and
+ * retryable and each of its phases is bounded; a closing session accepts no activation. */
+
+struct sbx_hs;
+
+/* Fills o (argv, env, cwd, user, timeout, ...) for the activation; o->session and the key
+ * are set by sbx_hs. Return 0, or -1 with *e to abandon the launch. */
+typedef int (*sbx_stage_fn)(void *ctx, struct sbx_run_opts *o, struct sbx_err *e);
+/* Copies artifacts out (e.g. with transfers); called only after cleanup is confirmed. */
+typedef int (*sbx_collect_fn)(void *ctx, struct sbx_hs *hs, struct sbx_err *e);
+
+/* A harness session on folder session_dir; a fresh random receipt key is made for it. */
+int sbx_hs_open(struct sbx_hs **out, struct sbx_session *s, const char *session_dir,
+                struct sbx_err *e);
+void sbx_hs_free(struct sbx_hs *hs);
+
+/* Runs one activation: stage, launch, wait for the receipt (timeout_s: the harness's own
+ * deadline, enforced by the supervisor; the wait adds the grace and close_timeout_s), then
+ * collect. Returns 0 when the activation ran to a verified receipt (the harness's status is in
+ * sbx_hs_receipt); -1 with *e otherwise — artifacts are still collected when termination was
+ * confirmed, and a collect failure is kept apart (sbx_hs_capture_error). */
+int sbx_hs_execute(struct sbx_hs *hs, sbx_stage_fn stage, sbx_collect_fn collect, void *ctx,
+                   double timeout_s, double close_timeout_s, struct sbx_err *e);
+
+/* Cancellation; confirms termination within timeout_s. */
+int sbx_hs_stop_harness(struct sbx_hs *hs, double timeout_s, struct sbx_err *e);
+
+/* As at its time limit (graded as timeout). *accepted is 0 when the activation already
+ * finished, the session is closing, or expiry was already requested. Before launch it keeps
+ * the harness from starting (expired_before_launch). */
+int sbx_hs_expire(struct sbx_hs *hs, double timeout_s, const char *reason, int *accepted,
+                  struct sbx_err *e);
+
+/* The combined supervisor/harness log (malloc'd, NUL-terminated). */
+int sbx_hs_read_output_log(struct sbx_hs *hs, char **text, size_t *len, struct sbx_err *e);
+
+/* Rearms a finished activation with fresh supervisor files in the same folder. */
+int sbx_hs_begin_activation(struct sbx_hs *hs, double timeout_s, struct sbx_err *e);
+
+/* Stops what runs (bounded), fences later activations, releases. Idempotent; after a
+ * failure it may be called again. */
+int sbx_hs_close(struct sbx_hs *hs, double timeout_s, struct sbx_err *e);
+
+struct sbx_hs_state {
+	int launch_started, expired, expired_before_launch, cleanup_confirmed;
+	int closing, closed, capture_attempted, capture_failed;
+};
+void sbx_hs_state(const struct sbx_hs *hs, struct sbx_hs_state *st);
+/* The last verified receipt, or NULL. */
+const struct sbx_receipt *sbx_hs_receipt(const struct sbx_hs *hs);
+const struct sbx_err *sbx_hs_capture_error(const struct sbx_hs *hs);
+
+/* ---- shell_assignments ------------------------------------------------------------------ */
+
+/* One value for sbx_shell_assignments: a scalar string, an array of words, or a map
+ * (alternating keys and values) that becomes an array of KEY=VALUE words. */
+struct sbx_shval {
+	const char *name; /* a shell identifier */
+	enum { SBX_SHVAL_SCALAR, SBX_SHVAL_ARRAY, SBX_SHVAL_MAP } kind;
+	const char *scalar;
+	const char *const *items; /* NULL-terminated */
+};
+
+/* Bash source assigning each value, every word single-quoted, for sandbox runners that cannot
+ * parse JSON. malloc'd; NULL with *e for a bad name or an odd map. */
+char *sbx_shell_assignments(const struct sbx_shval *v, size_t n, struct sbx_err *e);
+
 #endif

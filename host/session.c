@@ -768,3 +768,70 @@ int sbx_ping(struct sbx_session *s, double *rtt_s, struct sbx_err *e)
 	sbx_stream_free(s, p);
 	return rc;
 }
+
+/* The error a RESPONSE carries, if any: returns -1 with *e set when STATUS is not ok. */
+int sbx_response_status(const uint8_t *p, size_t len, struct sbx_err *e)
+{
+	struct sbx_msgr r;
+	struct sbx_field f;
+	int64_t status = -1, err = 0;
+	char msg[200] = "";
+	sbx_msgr_init(&r, p, len);
+	int rc;
+	while ((rc = sbx_msgr_next(&r, &f)) == 1) {
+		if (f.tag == SBX_T_STATUS)
+			sbx_field_i64(&f, &status);
+		else if (f.tag == SBX_T_ERRNO)
+			sbx_field_i64(&f, &err);
+		else if (f.tag == SBX_T_MESSAGE && f.len < sizeof msg)
+			sbx_field_str(&f, msg, sizeof msg);
+	}
+	if (rc < 0 || status < 0 || status > SBX_EUSAGE)
+		return sbx_err_set(e, SBX_EPROTOCOL, 0, "malformed response from the agent");
+	if (status == 0)
+		return 0;
+	sbx_err_set(e, (enum sbx_err_class)status, 0, "%s", msg);
+	e->errnum = (int)err;
+	return -1;
+}
+
+/* Sends a request and waits for its response; on success *out holds the stream (the caller
+ * reads p->resp and frees it with sbx_stream_free). */
+int sbx_call(struct sbx_session *s, const struct sbx_msgw *w, struct sbx_stream **out,
+                struct sbx_err *e)
+{
+	*out = NULL;
+	if (w->overflow)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "request too large for one frame");
+	if (s->broken) {
+		*e = s->broken_err;
+		return -1;
+	}
+	struct sbx_stream *p = sbx_stream_new(s, SBX_STREAM_REQ);
+	if (p == NULL)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "request");
+	int64_t deadline = sbx_now_ns() + (int64_t)(sbx_session_timeout(s) * 1e9);
+	if (sbx_send(s, SBX_LANE_CTRL, SBX_F_REQUEST, 0, p->id, NULL, 0, w->buf, w->len, e) != 0 ||
+	    sbx_wait_stream(s, p, deadline, e) != 0 ||
+	    sbx_response_status(p->resp, p->resp_len, e) != 0) {
+		sbx_stream_free(s, p);
+		return -1;
+	}
+	*out = p;
+	return 0;
+}
+
+/* A request buffer big enough for the fields given. */
+uint8_t *sbx_req_buf(size_t need, struct sbx_msgw *w, struct sbx_err *e)
+{
+	if (need > SBX_FRAME_MAX_PAYLOAD) {
+		sbx_err_set(e, SBX_EUSAGE, 0, "request too large for one frame");
+		return NULL;
+	}
+	uint8_t *b = malloc(need);
+	if (b == NULL)
+		sbx_err_set(e, SBX_EUSAGE, ENOMEM, "request");
+	else
+		sbx_msgw_init(w, b, need);
+	return b;
+}

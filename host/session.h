@@ -68,6 +68,14 @@ int sbx_pump(struct sbx_session *s, int64_t deadline_ns, struct sbx_err *e);
 int sbx_wait_stream(struct sbx_session *s, struct sbx_stream *p, int64_t deadline_ns,
                     struct sbx_err *e);
 void sbx_session_drain_stderr(struct sbx_session *s);
+/* The error a RESPONSE carries: -1 with *e set when its STATUS is not ok. */
+int sbx_response_status(const uint8_t *p, size_t len, struct sbx_err *e);
+/* Sends a request and waits for its response (the session timeout); on success *out is the
+ * stream: read (*out)->resp and free it with sbx_stream_free. */
+int sbx_call(struct sbx_session *s, const struct sbx_msgw *w, struct sbx_stream **out,
+             struct sbx_err *e);
+/* A request buffer of need bytes (SBX_EUSAGE past one frame); free() it. */
+uint8_t *sbx_req_buf(size_t need, struct sbx_msgw *w, struct sbx_err *e);
 double sbx_session_timeout(const struct sbx_session *s);
 
 #endif

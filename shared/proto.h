@@ -25,6 +25,13 @@ enum sbx_op {
 	SBX_OP_RESOLVE = 3,
 	SBX_OP_LANDS_CLEAR = 4,
 	SBX_OP_EXEC = 5,
+	/* harness supervision (agent/supctl.c) */
+	SBX_OP_SUP_RUN = 10,    /* launch a detached supervisor over a session folder */
+	SBX_OP_SUP_SIGNAL = 11, /* stop or expire: write the marker the supervisor watches */
+	SBX_OP_SUP_STATUS = 12, /* state, liveness, receipt presence */
+	SBX_OP_SUP_READ = 13,   /* bytes of output.log / receipt.json / receipt.sig from an offset */
+	SBX_OP_SUP_REARM = 14,  /* begin_activation */
+	SBX_OP_SUP_CLOSE = 15,  /* mark the session closing: no later activation */
 };
 
 /* Capability bits in HELLO. */
@@ -103,10 +110,22 @@ enum sbx_tag {
 	SBX_T_USER_FALLBACK = 61,
 	SBX_T_DURATION_NS = 62,
 	SBX_T_LINGER_MS = 63,
-	SBX_T_NOTE = 64,
-	SBX_T_CANCELLED = 65,
-	/* EXEC result: the host cancelled the command */ /* a remark that is not an error: the user
-	                                                     fallback */
+	SBX_T_NOTE = 64,      /* a remark that is not an error: the user fallback */
+	SBX_T_CANCELLED = 65, /* EXEC result: the host cancelled the command */
+
+	/* supervision */
+	SBX_T_SESSION = 70, /* session folder */
+	SBX_T_GRACE_MS = 71,
+	SBX_T_LOG_MAX = 72,
+	SBX_T_KEY = 73, /* receipt HMAC key; held only in the supervisor's memory */
+	SBX_T_OFFSET = 74,
+	SBX_T_LENGTH = 75,
+	SBX_T_BYTES = 76,
+	SBX_T_NAME = 77, /* SUP_READ: which file; SUP_SIGNAL: "stop" or "expire" */
+	SBX_T_STATE = 78,
+	SBX_T_ALIVE = 79,
+	SBX_T_HAS_RECEIPT = 80,
+	SBX_T_ACTIVATION = 81,
 };
 
 enum sbx_exec_outcome {

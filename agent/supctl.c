@@ -1,0 +1,464 @@
+/* Supervision requests from the host. The supervisor is started by forking twice, so it is in
+ * its own session, no child of the serve loop, and holds none of the channel's descriptors:
+ * losing the channel (the serve loop exits) leaves it running with its deadline. Everything
+ * else goes through files in the session folder, opened relative to a descriptor of that
+ * folder without following a symlink in its place. */
+#include "supctl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "proto.h"
+#include "supervise.h"
+
+#define READ_MAX (512 * 1024)
+
+static void reply_err(struct sbx_msgw *w, enum sbx_err_class cls, int err, const char *msg)
+{
+	w->len = 0;
+	w->overflow = 0;
+	sbx_msgw_i64(w, SBX_T_STATUS, cls);
+	sbx_msgw_i64(w, SBX_T_ERRNO, err);
+	sbx_msgw_str(w, SBX_T_MESSAGE, msg);
+}
+
+static void reply_sbx_err(struct sbx_msgw *w, const struct sbx_err *e)
+{
+	reply_err(w, e->cls, e->errnum, e->msg);
+}
+
+/* The session folder named in a request, as a descriptor; -1 with a reply written. */
+static int open_session(const uint8_t *req, size_t len, struct sbx_msgw *w, char *path, size_t cap)
+{
+	struct sbx_field f;
+	if (sbx_msg_find(req, len, SBX_T_SESSION, &f) != 1 || sbx_field_str(&f, path, cap) != 0 ||
+	    path[0] == '\0') {
+		reply_err(w, SBX_EUSAGE, 0, "request without a session folder");
+		return -1;
+	}
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		char msg[300];
+		snprintf(msg, sizeof msg, "session folder %s: %s", path, strerror(errno));
+		reply_err(w, errno == ENOENT ? SBX_EUSAGE : SBX_ETRANSFER, errno, msg);
+	}
+	return fd;
+}
+
+/* Start time (field 22 of /proc/PID/stat), or -1. */
+static long long start_time(long pid)
+{
+	char p[64], buf[1024];
+	snprintf(p, sizeof p, "/proc/%ld/stat", pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	char *s = strrchr(buf, ')');
+	if (s == NULL)
+		return -1;
+	/* After ") " come fields 3, 4, ...: skip to field 22. */
+	int field = 2;
+	for (char *q = s + 1; *q != '\0'; q++) {
+		if (*q == ' ' && ++field == 22)
+			return strtoll(q + 1, NULL, 10);
+	}
+	return -1;
+}
+
+/* Reads a small file of the session folder; returns its length or -1. */
+static ssize_t read_small(int dfd, const char *name, char *buf, size_t cap)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, cap - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
+/* 1 when supervisor.pid names a living process with the same start time. */
+static int supervisor_alive(int dfd)
+{
+	char buf[128];
+	if (read_small(dfd, "supervisor.pid", buf, sizeof buf) <= 0)
+		return 0;
+	long pid = 0;
+	long long st = -1;
+	if (sscanf(buf, "%ld %lld", &pid, &st) != 2 || pid <= 0)
+		return 0;
+	return start_time(pid) == st;
+}
+
+static int has_file(int dfd, const char *name)
+{
+	struct stat st;
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
+static char *field_dup(const struct sbx_field *f)
+{
+	if (memchr(f->val, '\0', f->len) != NULL)
+		return NULL;
+	char *s = malloc((size_t)f->len + 1);
+	if (s != NULL) {
+		memcpy(s, f->val, f->len);
+		s[f->len] = '\0';
+	}
+	return s;
+}
+
+static int push(char ***list, size_t *n, char *s)
+{
+	char **l = realloc(*list, (*n + 2) * sizeof *l);
+	if (l == NULL)
+		return -1;
+	l[(*n)++] = s;
+	l[*n] = NULL;
+	*list = l;
+	return 0;
+}
+
+static void free_list(char **l)
+{
+	for (char **p = l; p != NULL && *p != NULL; p++)
+		free(*p);
+	free(l);
+}
+
+/* Closes every descriptor but 0, 1, 2 and points those at /dev/null. */
+static void detach_fds(void)
+{
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+	if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
+		for (int fd = 3; fd < 4096; fd++)
+			close(fd);
+	int n = open("/dev/null", O_RDWR);
+	if (n >= 0) {
+		dup2(n, 0);
+		dup2(n, 1);
+		dup2(n, 2);
+		if (n > 2)
+			close(n);
+	}
+}
+
+void sbx_supctl_run(const uint8_t *req, size_t len, struct sbx_msgw *w)
+{
+	char dir[4096];
+	struct sbx_field f;
+	if (sbx_msg_find(req, len, SBX_T_SESSION, &f) != 1 || sbx_field_str(&f, dir, sizeof dir) != 0 ||
+	    dir[0] != '/') {
+		reply_err(w, SBX_EUSAGE, 0, "run needs an absolute session folder");
+		return;
+	}
+	struct sbx_err e;
+	if (sbx_sup_prepare_dir(dir, &e) != 0) {
+		reply_sbx_err(w, &e);
+		return;
+	}
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		reply_err(w, SBX_ETRANSFER, errno, "session folder");
+		return;
+	}
+	int busy = supervisor_alive(dfd), done = has_file(dfd, "receipt.json"),
+	    closing = has_file(dfd, "closing");
+	close(dfd);
+	if (busy || done || closing) {
+		reply_err(w, SBX_EUSAGE, 0,
+		          busy ? "a run is active in this session folder"
+		          : closing ? "the session is closing: no new activation"
+		                    : "this session folder holds a finished run: rearm it first");
+		return;
+	}
+
+	struct sbx_sup_opts o;
+	memset(&o, 0, sizeof o);
+	o.dir = dir;
+	o.grace_ms = -1;
+	char **argv = NULL, **env = NULL, *cwd = NULL, *user = NULL;
+	size_t nargv = 0, nenv = 0;
+	struct sbx_msgr r;
+	sbx_msgr_init(&r, req, len);
+	int rc, bad = 0;
+	while (!bad && (rc = sbx_msgr_next(&r, &f)) == 1) {
+		int64_t v = 0;
+		switch (f.tag) {
+		case SBX_T_ARGV:
+		case SBX_T_ENV: {
+			char *s = field_dup(&f);
+			bad = s == NULL || push(f.tag == SBX_T_ARGV ? &argv : &env,
+			                        f.tag == SBX_T_ARGV ? &nargv : &nenv, s) != 0;
+			if (bad)
+				free(s);
+			break;
+		}
+		case SBX_T_CWD:
+			free(cwd);
+			bad = (cwd = field_dup(&f)) == NULL;
+			break;
+		case SBX_T_USER:
+			free(user);
+			bad = (user = field_dup(&f)) == NULL;
+			break;
+		case SBX_T_KEY:
+			bad = f.len > sizeof o.key;
+			if (!bad) {
+				memcpy(o.key, f.val, f.len);
+				o.key_len = f.len;
+			}
+			break;
+		case SBX_T_ENV_CLEAR:
+		case SBX_T_TIMEOUT_MS:
+		case SBX_T_GRACE_MS:
+		case SBX_T_LOG_MAX:
+			bad = sbx_field_i64(&f, &v) != 0 || v < 0;
+			if (f.tag == SBX_T_ENV_CLEAR)
+				o.env_clear = v != 0;
+			else if (f.tag == SBX_T_TIMEOUT_MS)
+				o.timeout_ms = v;
+			else if (f.tag == SBX_T_GRACE_MS)
+				o.grace_ms = v;
+			else
+				o.log_max = v;
+			break;
+		default:
+			break;
+		}
+	}
+	if (bad || rc < 0 || nargv == 0) {
+		reply_err(w, SBX_EUSAGE, 0, nargv == 0 ? "run needs argv" : "malformed run request");
+		goto out;
+	}
+	o.argv = argv;
+	o.env = env;
+	o.cwd = cwd;
+	o.user = user;
+
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) != 0) {
+		reply_err(w, SBX_ETRANSFER, errno, "pipe");
+		goto out;
+	}
+	pid_t child = fork();
+	if (child < 0) {
+		close(p[0]), close(p[1]);
+		reply_err(w, SBX_ETRANSFER, errno, "fork");
+		goto out;
+	}
+	if (child == 0) {
+		/* First child: a new session, then the supervisor as its child, then leave. */
+		setsid();
+		pid_t sup = fork();
+		if (sup == 0) {
+			int wfd = p[1];
+			(void)wfd;
+			sigset_t none;
+			sigemptyset(&none);
+			sigprocmask(SIG_SETMASK, &none, NULL);
+			signal(SIGPIPE, SIG_IGN);
+			detach_fds();
+			_exit(sbx_supervise(&o) & 0xff);
+		}
+		ssize_t k = write(p[1], &sup, sizeof sup);
+		(void)k;
+		_exit(sup < 0 ? 1 : 0);
+	}
+	close(p[1]);
+	pid_t sup = -1;
+	ssize_t k = read(p[0], &sup, sizeof sup);
+	close(p[0]);
+	int st;
+	while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+		;
+	if (k != (ssize_t)sizeof sup || sup <= 0) {
+		reply_err(w, SBX_ETRANSFER, 0, "could not start the supervisor");
+		goto out;
+	}
+	sbx_msgw_i64(w, SBX_T_STATUS, 0);
+	sbx_msgw_i64(w, SBX_T_PID, sup);
+out:
+	/* The key lives on only in the supervisor. */
+	memset(o.key, 0, sizeof o.key);
+	free_list(argv);
+	free_list(env);
+	free(cwd);
+	free(user);
+}
+
+/* Writes name into the folder atomically (a temporary name, then rename). */
+static int write_marker(int dfd, const char *name, const char *content, size_t len)
+{
+	char tmp[64];
+	snprintf(tmp, sizeof tmp, ".%s.%ld.tmp", name, (long)getpid());
+	unlinkat(dfd, tmp, 0);
+	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	int ok = len == 0 || write(fd, content, len) == (ssize_t)len;
+	ok = close(fd) == 0 && ok;
+	if (!ok || renameat(dfd, tmp, dfd, name) != 0) {
+		int err = errno;
+		unlinkat(dfd, tmp, 0);
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
+void sbx_supctl_signal(const uint8_t *req, size_t len, struct sbx_msgw *w)
+{
+	char dir[4096], kind[16] = "", reason[1024] = "";
+	struct sbx_field sf;
+	struct sbx_err e;
+	/* A marker may come before the run (expire before launch): make the folder, with the
+	 * same checks as a run. */
+	if (sbx_msg_find(req, len, SBX_T_SESSION, &sf) == 1 && sbx_field_str(&sf, dir, sizeof dir) == 0 &&
+	    dir[0] == '/' && access(dir, F_OK) != 0 && sbx_sup_prepare_dir(dir, &e) != 0) {
+		reply_sbx_err(w, &e);
+		return;
+	}
+	int dfd = open_session(req, len, w, dir, sizeof dir);
+	if (dfd < 0)
+		return;
+	struct sbx_field f;
+	if (sbx_msg_find(req, len, SBX_T_NAME, &f) == 1)
+		sbx_field_str(&f, kind, sizeof kind);
+	if (sbx_msg_find(req, len, SBX_T_MESSAGE, &f) == 1)
+		sbx_field_str(&f, reason, sizeof reason);
+	if (strcmp(kind, "stop") != 0 && strcmp(kind, "expire") != 0) {
+		close(dfd);
+		reply_err(w, SBX_EUSAGE, 0, "signal is stop or expire");
+		return;
+	}
+	/* expire is refused once the activation finished or was already expired (the
+	 * reference's expire returns False then); stop is always accepted. */
+	int already = kind[0] == 'e' && (has_file(dfd, "expire") || has_file(dfd, "receipt.json"));
+	if (!already && write_marker(dfd, kind, reason, strlen(reason)) != 0) {
+		int err = errno;
+		close(dfd);
+		reply_err(w, SBX_ETRANSFER, err, "cannot write the marker");
+		return;
+	}
+	close(dfd);
+	sbx_msgw_i64(w, SBX_T_STATUS, 0);
+	sbx_msgw_i64(w, SBX_T_CLEAR, !already); /* 1: this request placed the marker */
+}
+
+void sbx_supctl_status(const uint8_t *req, size_t len, struct sbx_msgw *w)
+{
+	char dir[4096], buf[64];
+	int dfd = open_session(req, len, w, dir, sizeof dir);
+	if (dfd < 0)
+		return;
+	sbx_msgw_i64(w, SBX_T_STATUS, 0);
+	ssize_t n = read_small(dfd, "state", buf, sizeof buf);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	sbx_msgw_str(w, SBX_T_STATE, n > 0 ? buf : "none");
+	sbx_msgw_i64(w, SBX_T_ALIVE, supervisor_alive(dfd));
+	sbx_msgw_i64(w, SBX_T_HAS_RECEIPT, has_file(dfd, "receipt.json"));
+	n = read_small(dfd, "activation", buf, sizeof buf);
+	sbx_msgw_i64(w, SBX_T_ACTIVATION, n > 0 ? atoll(buf) : 0);
+	struct stat st;
+	sbx_msgw_i64(w, SBX_T_SIZE,
+	             fstatat(dfd, "output.log", &st, AT_SYMLINK_NOFOLLOW) == 0 ? st.st_size : 0);
+	close(dfd);
+}
+
+void sbx_supctl_read(const uint8_t *req, size_t len, struct sbx_msgw *w)
+{
+	char dir[4096], name[32] = "";
+	int dfd = open_session(req, len, w, dir, sizeof dir);
+	if (dfd < 0)
+		return;
+	struct sbx_field f;
+	int64_t off = 0, want = READ_MAX;
+	if (sbx_msg_find(req, len, SBX_T_NAME, &f) == 1)
+		sbx_field_str(&f, name, sizeof name);
+	if (sbx_msg_find(req, len, SBX_T_OFFSET, &f) == 1)
+		sbx_field_i64(&f, &off);
+	if (sbx_msg_find(req, len, SBX_T_LENGTH, &f) == 1)
+		sbx_field_i64(&f, &want);
+	if ((strcmp(name, "output.log") != 0 && strcmp(name, "receipt.json") != 0 &&
+	     strcmp(name, "receipt.sig") != 0) ||
+	    off < 0 || want < 0) {
+		close(dfd);
+		reply_err(w, SBX_EUSAGE, 0, "read output.log, receipt.json or receipt.sig from offset >= 0");
+		return;
+	}
+	if (want > READ_MAX)
+		want = READ_MAX;
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	close(dfd);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		int err = fd < 0 ? errno : EINVAL;
+		if (fd >= 0)
+			close(fd);
+		reply_err(w, err == ENOENT ? SBX_EUSAGE : SBX_ETRANSFER, err, name);
+		return;
+	}
+	char *buf = malloc((size_t)want + 1);
+	ssize_t n = buf ? pread(fd, buf, (size_t)want, off) : -1;
+	close(fd);
+	if (n < 0) {
+		free(buf);
+		reply_err(w, SBX_ETRANSFER, errno, name);
+		return;
+	}
+	sbx_msgw_i64(w, SBX_T_STATUS, 0);
+	sbx_msgw_i64(w, SBX_T_SIZE, st.st_size);
+	sbx_msgw_bytes(w, SBX_T_BYTES, buf, (size_t)n);
+	free(buf);
+}
+
+void sbx_supctl_rearm(const uint8_t *req, size_t len, struct sbx_msgw *w)
+{
+	char dir[4096];
+	int dfd = open_session(req, len, w, dir, sizeof dir);
+	if (dfd < 0)
+		return;
+	close(dfd);
+	struct sbx_err e;
+	if (sbx_sup_rearm(dir, &e) != 0) {
+		reply_sbx_err(w, &e);
+		return;
+	}
+	sbx_msgw_i64(w, SBX_T_STATUS, 0);
+}
+
+void sbx_supctl_close(const uint8_t *req, size_t len, struct sbx_msgw *w)
+{
+	char dir[4096];
+	int dfd = open_session(req, len, w, dir, sizeof dir);
+	if (dfd < 0)
+		return;
+	int rc = has_file(dfd, "closing") ? 0 : write_marker(dfd, "closing", "", 0);
+	int err = errno;
+	close(dfd);
+	if (rc != 0) {
+		reply_err(w, SBX_ETRANSFER, err, "cannot write the closing marker");
+		return;
+	}
+	sbx_msgw_i64(w, SBX_T_STATUS, 0);
+}

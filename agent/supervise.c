@@ -1,0 +1,1294 @@
+/* The harness supervisor: one poll loop over signalfd, pidfd, timerfd, inotify and the output
+ * pipe feeds events into one state × event table (s6 style). Launching, the session folder's
+ * files and the command line live here too; finding the run's processes is killtree.c. */
+#include "supervise.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "digest.h"
+#include "killtree.h"
+#include "oom.h"
+#include "receipt.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#define SBX_CLOSE_RANGE_CLOEXEC 4
+
+/* The negative control: only the process group is signalled, orphans go to init. */
+#ifdef SBX_WEAK_SUPERVISOR
+#define WEAK 1
+#else
+#define WEAK 0
+#endif
+
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define DEFAULT_GRACE_MS 5000
+#define DEFAULT_LOG_MAX (16 << 20)
+#define NOTE_ROOM 1024 /* of log_max kept for [sbx] notes once output is dropped */
+#define KILL_BUDGET_NS 10000000000LL
+#define MARKER_POLL_MS 250    /* only where inotify is missing */
+#define PUMP_BUDGET (1 << 20) /* output bytes per loop turn, so a flood cannot starve events */
+
+extern char **environ;
+
+enum state { S_LAUNCHING, S_RUNNING, S_TERMINATING, S_KILLING, S_DONE, S_COUNT };
+enum event {
+	E_STARTED,
+	E_START_FAILED,
+	E_CHILD_EXIT, /* the harness was reaped */
+	E_DEADLINE,
+	E_STOP,
+	E_EXPIRE,
+	E_SIGNAL, /* SIGTERM, SIGINT or SIGHUP to the supervisor */
+	E_GRACE_OVER,
+	E_ROUND_TIMER,
+	E_ALL_GONE, /* waitpid said ECHILD and no marked process is left */
+	E_GIVE_UP,  /* KILL_BUDGET_NS of SIGKILL rounds did not converge */
+	E_COUNT
+};
+enum action {
+	A_IGNORE, /* stay, do nothing (every cell not listed) */
+	A_RUN,    /* the harness runs: note it */
+	A_END,    /* nothing ran (not started, runner failed): nothing to kill */
+	A_SKIP,   /* a trigger before launch: nothing starts */
+	A_TERM,   /* first trigger: SIGTERM + SIGCONT to the run, arm the grace */
+	A_SWEEP,  /* the harness exited by itself: the same, for what it left behind */
+	A_KEEP,   /* the harness exited while terminating: its status is kept */
+	A_LATE,   /* a trigger after the first: noted in the log only */
+	A_KILL,   /* one SIGKILL round, reap, arm the next (1, 2, 4 .. 50 ms) */
+	A_FINISH, /* termination witnessed */
+	A_GIVE_UP /* not witnessed: list the residual processes */
+};
+
+struct transition {
+	unsigned char act, next;
+};
+
+/* Every transition of the supervisor. */
+static const struct transition table[S_COUNT][E_COUNT] =
+        {
+                [S_LAUNCHING] =
+                        {
+                                [E_STARTED] = {A_RUN, S_RUNNING},
+                                [E_START_FAILED] = {A_END, S_DONE},
+                                [E_STOP] = {A_SKIP, S_DONE},
+                                [E_EXPIRE] = {A_SKIP, S_DONE},
+                                [E_SIGNAL] = {A_SKIP, S_DONE},
+                        },
+                [S_RUNNING] =
+                        {
+                                [E_CHILD_EXIT] = {A_SWEEP, S_TERMINATING},
+                                [E_DEADLINE] = {A_TERM, S_TERMINATING},
+                                [E_STOP] = {A_TERM, S_TERMINATING},
+                                [E_EXPIRE] = {A_TERM, S_TERMINATING},
+                                [E_SIGNAL] = {A_TERM, S_TERMINATING},
+                        },
+                [S_TERMINATING] =
+                        {
+                                [E_CHILD_EXIT] = {A_KEEP, S_TERMINATING},
+                                [E_STOP] = {A_LATE, S_TERMINATING},
+                                [E_EXPIRE] = {A_LATE, S_TERMINATING},
+                                [E_SIGNAL] = {A_LATE, S_TERMINATING},
+                                [E_GRACE_OVER] = {A_KILL, S_KILLING},
+                                [E_ALL_GONE] = {A_FINISH, S_DONE},
+                        },
+                [S_KILLING] =
+                        {
+                                [E_CHILD_EXIT] = {A_KEEP, S_KILLING},
+                                [E_STOP] = {A_LATE, S_KILLING},
+                                [E_EXPIRE] = {A_LATE, S_KILLING},
+                                [E_SIGNAL] = {A_LATE, S_KILLING},
+                                [E_ROUND_TIMER] = {A_KILL, S_KILLING},
+                                [E_ALL_GONE] = {A_FINISH, S_DONE},
+                                [E_GIVE_UP] = {A_GIVE_UP, S_DONE},
+                        },
+};
+
+static const char *const state_names[S_COUNT] = {"launching", "running", "terminating", "killing",
+                                                 "done"};
+
+struct sup {
+	const struct sbx_sup_opts *o;
+	enum state state;
+	int dirfd, logfd, sigfd, pidfd, tfd, ifd, outfd;
+	int no_files; /* the folder is not ours to write (bad, or a finished run's) */
+	pid_t pid;    /* the harness, 0 before launch */
+	int harness_reaped, wstatus, pending_exit, children_gone;
+	int runner_failed, not_started, start_code;
+	int sent_kill, harness_sigkilled, desc_sigkilled, trigger_sig;
+	int saw_stop, saw_expire;
+	int64_t grace_ms, log_max, log_bytes, log_dropped;
+	int drop_noted;
+	char last; /* last byte written to the log, so a note always starts a line */
+	int64_t timer_at, kill_until, t0_mono, start_mono;
+	struct sbx_kt kt;
+	struct sbx_oom oom;
+	struct sbx_receipt r;
+};
+
+static int64_t clock_ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* ---- the output log -------------------------------------------------------------------- */
+
+static void log_write(struct sup *s, const char *p, size_t n)
+{
+	while (n > 0 && s->logfd >= 0) {
+		ssize_t w = write(s->logfd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			s->log_dropped += (int64_t)n; /* a full disk: count, keep going */
+			return;
+		}
+		s->log_bytes += w, s->last = p[w - 1];
+		p += w, n -= (size_t)w;
+	}
+}
+
+static void note(struct sup *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(struct sup *s, const char *fmt, ...)
+{
+	char line[512] = "\n[sbx] ";
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(line + 7, sizeof line - 8, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	size_t len = 7 + ((size_t)n < sizeof line - 8 ? (size_t)n : sizeof line - 9);
+	line[len++] = '\n';
+	size_t skip = s->log_bytes == 0 || s->last == '\n';
+	if (s->log_bytes + (int64_t)(len - skip) > s->log_max)
+		s->log_dropped += (int64_t)(len - skip);
+	else
+		log_write(s, line + skip, len - skip);
+}
+
+static void log_output(struct sup *s, const char *p, size_t n)
+{
+	int64_t room = s->log_max - NOTE_ROOM - s->log_bytes;
+	if (s->log_max <= 2 * NOTE_ROOM) /* tiny limits: no room kept for notes */
+		room = s->log_max - s->log_bytes;
+	size_t keep = room <= 0 ? 0 : (size_t)room < n ? (size_t)room : n;
+	log_write(s, p, keep);
+	if (keep < n) {
+		s->log_dropped += (int64_t)(n - keep);
+		if (!s->drop_noted) {
+			s->drop_noted = 1;
+			note(s, "log limit reached (%" PRId64 " bytes); dropping output",
+			     s->log_max);
+		}
+	}
+}
+
+/* Reads the harness's output; never blocks, so the harness never waits on a full pipe. */
+static void pump(struct sup *s, size_t budget)
+{
+	char buf[65536];
+	while (s->outfd >= 0 && budget > 0) {
+		ssize_t n = read(s->outfd, buf, sizeof buf);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return;
+		if (n == 0) {
+			close(s->outfd);
+			s->outfd = -1;
+			return;
+		}
+		log_output(s, buf, (size_t)n);
+		budget -= (size_t)n < budget ? (size_t)n : budget;
+	}
+}
+
+/* ---- small files of the session folder ---------------------------------------------------- */
+
+static int exists_at(int dirfd, const char *name)
+{
+	struct stat st;
+	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* A regular file's first cap-1 bytes, NUL-terminated; -1 when absent or not a regular file. */
+static ssize_t read_at(int dirfd, const char *name, char *buf, size_t cap)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	struct stat st;
+	ssize_t n = -1;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		n = 0;
+		ssize_t r;
+		while ((size_t)n < cap - 1 && (r = read(fd, buf + n, cap - 1 - (size_t)n)) != 0) {
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0)
+				break;
+			n += r;
+		}
+		buf[n] = '\0';
+	}
+	close(fd);
+	return n;
+}
+
+static int write_at(int dirfd, const char *name, struct sbx_err *e, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+static int write_at(int dirfd, const char *name, struct sbx_err *e, const char *fmt, ...)
+{
+	char buf[128];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	return sbx_receipt_atomic_write(dirfd, name, buf, (size_t)n, e);
+}
+
+static int64_t read_activation(int dirfd)
+{
+	char buf[32];
+	if (read_at(dirfd, "activation", buf, sizeof buf) <= 0)
+		return 1;
+	long long v = strtoll(buf, NULL, 10);
+	return v > 0 ? v : 1;
+}
+
+/* Whether supervisor.pid names a living process with the start time it recorded. */
+static int supervisor_alive(int dirfd)
+{
+	char buf[64];
+	long long pid;
+	unsigned long long start;
+	uint64_t now;
+	char st;
+	if (read_at(dirfd, "supervisor.pid", buf, sizeof buf) <= 0 ||
+	    sscanf(buf, "%lld %llu", &pid, &start) != 2 || pid <= 0 || pid == getpid())
+		return 0;
+	return sbx_killtree_stat((pid_t)pid, &now, NULL, &st) == 0 && now == start && st != 'Z';
+}
+
+static int open_session(const char *dir, int create, struct sbx_err *e)
+{
+	if (create && mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return sbx_err_set(e, SBX_EUSAGE, errno, "create session folder %s", dir);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return sbx_err_set(e, SBX_EUSAGE, errno,
+		                   "session folder %s (a symlink is never followed)", dir);
+	struct stat st;
+	if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+		close(fd);
+		return sbx_err_set(e, SBX_EUSAGE, 0,
+		                   "session folder %s must be owned by uid %u and not writable by "
+		                   "group or other",
+		                   dir, (unsigned)geteuid());
+	}
+	return fd;
+}
+
+int sbx_sup_prepare_dir(const char *dir, struct sbx_err *e)
+{
+	int fd = open_session(dir, 1, e);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+int sbx_sup_rearm(const char *dir, struct sbx_err *e)
+{
+	static const char *const moved[] = {"receipt.sig",    "output.log", "state",
+	                                    "supervisor.pid", "stop",       "expire",
+	                                    "receipt.json"};
+	int fd = open_session(dir, 0, e), sub = -1, rc = -1;
+	if (fd < 0)
+		return -1;
+	int64_t n = read_activation(fd);
+	char name[40];
+	snprintf(name, sizeof name, "activation-%" PRId64, n);
+	if (exists_at(fd, "closing")) {
+		sbx_err_set(e, SBX_EUSAGE, 0, "session %s is closing", dir);
+		goto out;
+	}
+	if (supervisor_alive(fd)) {
+		sbx_err_set(e, SBX_EUSAGE, 0, "session %s: a run is still alive", dir);
+		goto out;
+	}
+	if (mkdirat(fd, name, 0700) != 0 && errno != EEXIST) {
+		sbx_err_set(e, SBX_ETRANSFER, errno, "create %s/%s", dir, name);
+		goto out;
+	}
+	sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sub < 0) {
+		sbx_err_set(e, SBX_ETRANSFER, errno, "open %s/%s", dir, name);
+		goto out;
+	}
+	/* No receipt, but the previous rearm moved it before it could bump `activation`. */
+	int resumed = !exists_at(fd, "receipt.json") && exists_at(sub, "receipt.json");
+	if (!resumed && !exists_at(fd, "receipt.json")) {
+		sbx_err_set(e, SBX_EUSAGE, 0, "session %s has no receipt yet", dir);
+		goto out;
+	}
+	for (size_t i = 0; !resumed && i < sizeof moved / sizeof moved[0]; i++) {
+		if (renameat(fd, moved[i], sub, moved[i]) != 0 && errno != ENOENT) {
+			sbx_err_set(e, SBX_ETRANSFER, errno, "move %s into %s", moved[i], name);
+			goto out;
+		}
+	}
+	rc = write_at(fd, "activation", e, "%" PRId64 "\n", n + 1);
+out:
+	if (sub >= 0)
+		close(sub);
+	close(fd);
+	return rc;
+}
+
+/* ---- killing ------------------------------------------------------------------------------ */
+
+/* The harness's group while its pid cannot be recycled (unreaped), then every process of the
+ * run found by the walk. */
+static int signal_run(struct sup *s, int sig1, int sig2)
+{
+	if (s->pid > 0 && (!s->harness_reaped || WEAK)) {
+		kill(-s->pid, sig1);
+		if (sig2 != 0)
+			kill(-s->pid, sig2);
+	}
+	return WEAK ? 0 : sbx_killtree(&s->kt, sig1, sig2, NULL, NULL, NULL);
+}
+
+/* SIGCHLD coalesces: reap until nothing is waitable; ECHILD proves no descendant is left. */
+static void reap(struct sup *s)
+{
+	for (;;) {
+		int st;
+		pid_t p = waitpid(-1, &st, WNOHANG);
+		if (p < 0 && errno == EINTR)
+			continue;
+		if (p < 0 && errno == ECHILD)
+			s->children_gone = 1;
+		if (p <= 0)
+			return;
+		int oom_like = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL && !s->sent_kill;
+		if (p == s->pid && !s->harness_reaped) {
+			s->harness_reaped = 1, s->wstatus = st, s->pending_exit = 1;
+			s->harness_sigkilled = oom_like;
+			if (s->pidfd >= 0)
+				close(s->pidfd);
+			s->pidfd = -1;
+		} else if (oom_like) {
+			s->desc_sigkilled = 1;
+		}
+	}
+}
+
+static int run_gone(struct sup *s)
+{
+	return WEAK || sbx_killtree(&s->kt, 0, 0, NULL, NULL, NULL) <= 0;
+}
+
+static void arm(struct sup *s, int64_t ms)
+{
+	s->timer_at = clock_ns(CLOCK_MONOTONIC) + ms * 1000000;
+	if (s->tfd >= 0) {
+		struct itimerspec it = {0};
+		it.it_value.tv_sec = ms / 1000;
+		it.it_value.tv_nsec = (ms % 1000) * 1000000 + (ms == 0);
+		timerfd_settime(s->tfd, 0, &it, NULL);
+	}
+}
+
+static void add_residual(void *arg, pid_t pid, const char *cmdline)
+{
+	struct sbx_receipt *r = arg;
+	if (r->nresidual < SBX_RECEIPT_RESIDUAL_MAX) {
+		r->residual[r->nresidual].pid = pid;
+		snprintf(r->residual[r->nresidual].cmdline, sizeof r->residual[0].cmdline, "%s",
+		         cmdline);
+	}
+	r->nresidual++;
+}
+
+/* ---- the state machine ------------------------------------------------------------------ */
+
+static const char *describe(int wstatus, char *buf, size_t cap)
+{
+	if (WIFEXITED(wstatus))
+		snprintf(buf, cap, "code %d", WEXITSTATUS(wstatus));
+	else
+		snprintf(buf, cap, "signal %d", WTERMSIG(wstatus));
+	return buf;
+}
+
+static const char *event_trigger(struct sup *s, enum event ev, char *buf, size_t cap)
+{
+	switch (ev) {
+	case E_CHILD_EXIT:
+		return "exit";
+	case E_DEADLINE:
+		return "deadline";
+	case E_STOP:
+		return "stop";
+	case E_EXPIRE:
+		return "expire";
+	default:
+		snprintf(buf, cap, "signal %d to the supervisor", s->trigger_sig);
+		return buf;
+	}
+}
+
+static void set_trigger(struct sup *s, enum event ev)
+{
+	static const char *const names[E_COUNT] = {[E_CHILD_EXIT] = "exit",
+	                                           [E_DEADLINE] = "deadline",
+	                                           [E_STOP] = "stop",
+	                                           [E_EXPIRE] = "expire",
+	                                           [E_SIGNAL] = "signal"};
+	s->r.trigger = names[ev];
+	s->r.timed_out = ev == E_DEADLINE || ev == E_EXPIRE;
+	s->r.cancelled = ev == E_STOP;
+}
+
+static void act(struct sup *s, enum action a, enum event ev)
+{
+	char b1[48];
+	switch (a) {
+	case A_IGNORE:
+		break;
+	case A_RUN:
+		note(s, "activation %" PRId64 ": started pid %d: %s", s->r.activation, (int)s->pid,
+		     s->o->argv[0]);
+		break;
+	case A_END:
+		s->r.witnessed = 1;
+		break;
+	case A_SKIP:
+		set_trigger(s, ev);
+		s->r.stopped_before_launch = ev == E_STOP;
+		s->r.expired_before_launch = ev == E_EXPIRE;
+		s->r.witnessed = 1;
+		note(s, "%s before launch; nothing started", event_trigger(s, ev, b1, sizeof b1));
+		break;
+	case A_TERM:
+	case A_SWEEP:
+		set_trigger(s, ev);
+		if (a == A_TERM)
+			note(s, "%s; SIGTERM to the run", event_trigger(s, ev, b1, sizeof b1));
+		else
+			note(s, "harness exited with %s", describe(s->wstatus, b1, sizeof b1));
+		/* CONT: a stopped process must see its TERM. */
+		int found = signal_run(s, SIGTERM, SIGCONT);
+		if (a == A_SWEEP && found > 0)
+			note(s, "%d processes left behind; SIGTERM to them", found);
+		arm(s, s->grace_ms);
+		break;
+	case A_KEEP:
+		if (WIFEXITED(s->wstatus))
+			note(s, "harness exited with %s while terminating; its status is kept",
+			     describe(s->wstatus, b1, sizeof b1));
+		else
+			note(s, "harness ended by %s", describe(s->wstatus, b1, sizeof b1));
+		break;
+	case A_LATE:
+		note(s, "%s after the run began ending (%s); noted only",
+		     event_trigger(s, ev, b1, sizeof b1), s->r.trigger);
+		break;
+	case A_KILL:
+		if (s->r.kill_rounds == 0) {
+			note(s, "grace over; SIGKILL rounds");
+			s->kill_until = clock_ns(CLOCK_MONOTONIC) + KILL_BUDGET_NS;
+		}
+		s->sent_kill = 1;
+		signal_run(s, SIGKILL, 0);
+		reap(s);
+		arm(s, s->r.kill_rounds < 6 ? (int64_t)1 << s->r.kill_rounds : 50);
+		s->r.kill_rounds++;
+		break;
+	case A_FINISH:
+		s->r.witnessed = 1;
+		break;
+	case A_GIVE_UP:
+		if (!WEAK)
+			sbx_killtree(&s->kt, 0, 0, add_residual, &s->r, NULL);
+		note(s, "termination not witnessed after %d SIGKILL rounds; %zu processes remain",
+		     s->r.kill_rounds, s->r.nresidual);
+		break;
+	}
+}
+
+static void dispatch(struct sup *s, enum event ev)
+{
+	struct transition t = table[s->state][ev];
+	if (t.act == A_IGNORE)
+		return;
+	enum state from = s->state;
+	act(s, (enum action)t.act, ev);
+	s->state = (enum state)t.next;
+	if (s->state == S_DONE || s->state == from || s->no_files)
+		return; /* `done` is written after the receipt */
+	struct sbx_err e;
+	if (write_at(s->dirfd, "state", &e, "%s\n", state_names[s->state]) != 0)
+		note(s, "cannot write state: %s", e.msg);
+}
+
+/* Follow-up events the actions leave behind, dispatched outside any action. */
+static void settle(struct sup *s)
+{
+	for (;;) {
+		if (s->pending_exit) {
+			s->pending_exit = 0;
+			dispatch(s, E_CHILD_EXIT);
+		} else if (s->children_gone &&
+		           (s->state == S_TERMINATING || s->state == S_KILLING) && run_gone(s)) {
+			dispatch(s, E_ALL_GONE);
+		} else {
+			return;
+		}
+	}
+}
+
+static void check_markers(struct sup *s)
+{
+	if (!s->saw_stop && exists_at(s->dirfd, "stop")) {
+		s->saw_stop = 1;
+		dispatch(s, E_STOP);
+	}
+	if (!s->saw_expire && exists_at(s->dirfd, "expire")) {
+		s->saw_expire = 1;
+		dispatch(s, E_EXPIRE);
+	}
+}
+
+static void read_signals(struct sup *s)
+{
+	struct signalfd_siginfo si;
+	while (read(s->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+		if (si.ssi_signo == SIGCHLD)
+			continue;
+		s->trigger_sig = (int)si.ssi_signo;
+		dispatch(s, E_SIGNAL);
+	}
+}
+
+static void read_inotify(struct sup *s)
+{
+	_Alignas(struct inotify_event) char buf[4096];
+	ssize_t n;
+	int relevant = 0;
+	while ((n = read(s->ifd, buf, sizeof buf)) > 0) {
+		for (char *p = buf; p < buf + n;) {
+			struct inotify_event *ev = (struct inotify_event *)p;
+			if ((ev->mask & IN_Q_OVERFLOW) ||
+			    (ev->len > 0 &&
+			     (strcmp(ev->name, "stop") == 0 || strcmp(ev->name, "expire") == 0)))
+				relevant = 1;
+			p += sizeof *ev + ev->len;
+		}
+	}
+	if (relevant)
+		check_markers(s);
+}
+
+static void fire_timer(struct sup *s)
+{
+	int64_t now = clock_ns(CLOCK_MONOTONIC);
+	if (s->timer_at == 0 || now < s->timer_at)
+		return;
+	s->timer_at = 0;
+	if (s->state == S_RUNNING)
+		dispatch(s, E_DEADLINE);
+	else if (s->state == S_TERMINATING)
+		dispatch(s, E_GRACE_OVER);
+	else if (s->state == S_KILLING)
+		dispatch(s, now >= s->kill_until ? E_GIVE_UP : E_ROUND_TIMER);
+}
+
+static void loop(struct sup *s)
+{
+	while (s->state != S_DONE) {
+		struct pollfd p[5];
+		int fds[5] = {s->sigfd, s->pidfd, s->tfd, s->ifd, s->outfd}, n = 0;
+		for (int i = 0; i < 5; i++)
+			if (fds[i] >= 0)
+				p[n++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+		int timeout = -1;
+		if (s->tfd < 0 && s->timer_at != 0) {
+			int64_t left = s->timer_at - clock_ns(CLOCK_MONOTONIC);
+			timeout = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+		}
+		if (s->ifd < 0 && (timeout < 0 || timeout > MARKER_POLL_MS))
+			timeout = MARKER_POLL_MS;
+		if (poll(p, (nfds_t)n, timeout) < 0 && errno != EINTR) {
+			nanosleep(&(struct timespec){0, 10000000}, NULL); /* never spin */
+			continue;
+		}
+		int ready[5] = {0};
+		for (int i = 0, j = 0; i < 5; i++)
+			if (fds[i] >= 0)
+				ready[i] = (p[j++].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
+		/* Output first, so the log shows what the harness wrote before the notes about
+		 * its end. */
+		if (ready[4])
+			pump(s, PUMP_BUDGET);
+		if (ready[0])
+			read_signals(s);
+		reap(s);
+		settle(s);
+		if (ready[3])
+			read_inotify(s);
+		else if (s->ifd < 0)
+			check_markers(s);
+		settle(s);
+		if (ready[2]) {
+			uint64_t x;
+			ssize_t r = read(s->tfd, &x, sizeof x);
+			(void)r;
+		}
+		fire_timer(s);
+		settle(s);
+	}
+}
+
+/* ---- launching ---------------------------------------------------------------------------- */
+
+struct rec {
+	char kind;  /* 'E': could not start */
+	char stage; /* 'c' chdir, 'x' exec, 'u' user */
+	int err;
+};
+
+struct launch {
+	char **env;
+	int devnull, out_w, st_w;
+	int switch_user;
+	uid_t uid;
+	gid_t gid;
+	char name[256]; /* for initgroups; "" when the uid has no passwd entry */
+};
+
+static void send_rec(int fd, char stage, int err)
+{
+	struct rec r = {'E', stage, err};
+	ssize_t n;
+	do
+		n = write(fd, &r, sizeof r);
+	while (n < 0 && errno == EINTR);
+}
+
+static const char *env_get(char **env, const char *key)
+{
+	size_t k = strlen(key);
+	for (char **p = env; *p != NULL; p++)
+		if (strncmp(*p, key, k) == 0 && (*p)[k] == '=')
+			return *p + k + 1;
+	return NULL;
+}
+
+/* In the child after fork: never returns. */
+static void child(const struct sup *s, const struct launch *l)
+{
+	/* Blocked signals and ignored dispositions survive execve: reset both. */
+	for (int sig = 1; sig < 65; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	setsid();
+	dup2(l->devnull, 0);
+	dup2(l->out_w, 1);
+	dup2(l->out_w, 2);
+	/* Whatever the supervisor inherited without close-on-exec stays out of the harness. */
+	if (syscall(SYS_close_range, 3, ~0u, SBX_CLOSE_RANGE_CLOEXEC) != 0) {
+		DIR *d = opendir("/proc/self/fd");
+		struct dirent *de;
+		while (d != NULL && (de = readdir(d)) != NULL) {
+			int fd = atoi(de->d_name);
+			if (fd > 2 && fd != dirfd(d))
+				fcntl(fd, F_SETFD, FD_CLOEXEC);
+		}
+		if (d != NULL)
+			closedir(d);
+	}
+	if (l->switch_user) {
+		int ok = (l->name[0] ? initgroups(l->name, l->gid) : setgroups(1, &l->gid)) == 0 &&
+		         setgid(l->gid) == 0 && setuid(l->uid) == 0;
+		if (!ok) {
+			send_rec(l->st_w, 'u', errno);
+			_exit(126);
+		}
+	}
+	if (s->o->cwd != NULL && chdir(s->o->cwd) != 0) {
+		send_rec(l->st_w, 'c', errno);
+		_exit(126);
+	}
+	char **argv = s->o->argv;
+	int err = ENOENT;
+	if (strchr(argv[0], '/') != NULL) {
+		execve(argv[0], argv, l->env);
+		err = errno;
+	} else {
+		const char *path = env_get(l->env, "PATH");
+		int saw_eacces = 0;
+		char buf[4096];
+		for (const char *p = path != NULL ? path : DEFAULT_PATH;; p++) {
+			const char *end = strchr(p, ':');
+			int dl = end != NULL ? (int)(end - p) : (int)strlen(p);
+			snprintf(buf, sizeof buf, "%.*s%s%s", dl, p, dl ? "/" : "", argv[0]);
+			execve(buf, argv, l->env);
+			if (errno == EACCES)
+				saw_eacces = 1;
+			else if (errno != ENOENT && errno != ENOTDIR)
+				err = errno;
+			if (end == NULL)
+				break;
+			p = end;
+		}
+		if (saw_eacces && err == ENOENT)
+			err = EACCES;
+	}
+	send_rec(l->st_w, 'x', err);
+	_exit(err == ENOENT ? 127 : 126);
+}
+
+/* Inherited (unless cleared) minus overridden names, the overrides, and the run's marker. */
+static char **build_env(const struct sup *s)
+{
+	size_t n = 2;
+	for (char **p = s->o->env_clear ? NULL : environ; p != NULL && *p != NULL; p++)
+		n++;
+	for (char **q = s->o->env; q != NULL && *q != NULL; q++)
+		n++;
+	char **out = calloc(n, sizeof *out);
+	if (out == NULL)
+		return NULL;
+	size_t i = 0;
+	for (char **p = s->o->env_clear ? NULL : environ; p != NULL && *p != NULL; p++) {
+		size_t k = strcspn(*p, "=");
+		int drop = strncmp(*p, "SBX_SUPERVISOR=", 15) == 0;
+		for (char **q = s->o->env; !drop && q != NULL && *q != NULL; q++)
+			drop = strncmp(*q, *p, k) == 0 && (*q)[k] == '=';
+		if (!drop)
+			out[i++] = *p;
+	}
+	for (char **q = s->o->env; q != NULL && *q != NULL; q++)
+		if (strncmp(*q, "SBX_SUPERVISOR=", 15) != 0)
+			out[i++] = *q;
+	out[i] = (char *)s->kt.marker;
+	return out;
+}
+
+static void fail(struct sup *s, int err, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static void fail(struct sup *s, int err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(s->r.error, sizeof s->r.error, fmt, ap);
+	va_end(ap);
+	if (err != 0 && n >= 0 && (size_t)n < sizeof s->r.error)
+		snprintf(s->r.error + n, sizeof s->r.error - (size_t)n, ": %s", strerror(err));
+	s->r.err = err;
+	s->runner_failed = 1;
+	s->r.trigger = "runner_failed";
+	if (s->logfd >= 0)
+		note(s, "supervisor failed: %s", s->r.error);
+}
+
+static void not_started(struct sup *s, int code, int err, const char *msg)
+{
+	s->not_started = 1, s->start_code = code, s->r.err = err;
+	s->r.trigger = "not_started";
+	snprintf(s->r.error, sizeof s->r.error, "%s", msg);
+	note(s, "harness not started: %s", msg);
+}
+
+static int lookup_user(struct sup *s, struct launch *l)
+{
+	const char *user = s->o->user;
+	char msg[400];
+	if (user == NULL)
+		return 0;
+	struct passwd *pw = getpwnam(user);
+	if (pw == NULL) {
+		char *end;
+		errno = 0;
+		unsigned long v = strtoul(user, &end, 10);
+		if (user[0] == '\0' || *end != '\0' || errno != 0 || v > 0x7fffffff) {
+			snprintf(msg, sizeof msg, "cannot switch to user %s: no such user", user);
+			not_started(s, 126, ENOENT, msg);
+			return -1;
+		}
+		l->uid = (uid_t)v;
+		pw = getpwuid(l->uid);
+		l->gid = pw != NULL ? pw->pw_gid : (gid_t)v;
+	} else {
+		l->uid = pw->pw_uid, l->gid = pw->pw_gid;
+	}
+	if (pw != NULL && strlen(pw->pw_name) < sizeof l->name)
+		strcpy(l->name, pw->pw_name);
+	if (l->uid == geteuid())
+		return 0;
+	if (geteuid() != 0) {
+		snprintf(msg, sizeof msg, "cannot switch to user %s: the supervisor runs as uid %u",
+		         user, (unsigned)geteuid());
+		not_started(s, 126, EPERM, msg);
+		return -1;
+	}
+	l->switch_user = 1;
+	return 0;
+}
+
+static void launch(struct sup *s)
+{
+	struct launch l = {.devnull = -1};
+	int out[2] = {-1, -1}, st[2] = {-1, -1};
+	if (lookup_user(s, &l) != 0)
+		goto out;
+	l.env = build_env(s);
+	if (l.env == NULL) {
+		fail(s, ENOMEM, "harness environment");
+		goto out;
+	}
+	if (pipe2(out, O_CLOEXEC) != 0 || pipe2(st, O_CLOEXEC) != 0 ||
+	    (l.devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+		fail(s, errno, "harness pipes");
+		goto out;
+	}
+	l.out_w = out[1], l.st_w = st[1];
+	s->r.started_at_ns = clock_ns(CLOCK_REALTIME);
+	s->start_mono = clock_ns(CLOCK_MONOTONIC);
+	pid_t pid = fork();
+	if (pid < 0) {
+		fail(s, errno, "fork");
+		goto out;
+	}
+	if (pid == 0)
+		child(s, &l);
+	close(out[1]), close(st[1]);
+	out[1] = st[1] = -1;
+	s->outfd = out[0], out[0] = -1;
+	fcntl(s->outfd, F_SETFL, O_NONBLOCK);
+
+	/* The status pipe closes at exec (close-on-exec) or carries why the harness did not. */
+	struct rec rec;
+	ssize_t n;
+	do
+		n = read(st[0], &rec, sizeof rec);
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)sizeof rec) {
+		int wst;
+		while (waitpid(pid, &wst, 0) < 0 && errno == EINTR)
+			;
+		const char *what = rec.stage == 'c'   ? "chdir to"
+		                   : rec.stage == 'u' ? "switch to user"
+		                                      : "execute";
+		const char *obj = rec.stage == 'c'   ? s->o->cwd
+		                  : rec.stage == 'u' ? s->o->user
+		                                     : s->o->argv[0];
+		char msg[400];
+		snprintf(msg, sizeof msg, "cannot %s %s: %s", what, obj, strerror(rec.err));
+		not_started(s, rec.stage == 'x' && rec.err == ENOENT ? 127 : 126, rec.err, msg);
+		goto out;
+	}
+	s->pid = pid;
+	s->r.pid = pid;
+	s->r.launched = 1;
+	s->children_gone = 0;
+	s->pidfd = (int)syscall(SYS_pidfd_open, pid, 0); /* -1: SIGCHLD alone will do */
+	if (s->pidfd >= 0)
+		fcntl(s->pidfd, F_SETFD, FD_CLOEXEC);
+	if (s->o->timeout_ms > 0)
+		arm(s, s->o->timeout_ms);
+out:
+	free(l.env);
+	for (int i = 0; i < 2; i++) {
+		if (out[i] >= 0)
+			close(out[i]);
+		if (st[i] >= 0)
+			close(st[i]);
+	}
+	if (l.devnull >= 0)
+		close(l.devnull);
+	dispatch(s, s->r.launched ? E_STARTED : E_START_FAILED);
+}
+
+/* ---- one activation ---------------------------------------------------------------------- */
+
+static void make_nonce(char out[33])
+{
+	uint8_t b[16];
+	ssize_t n = getrandom(b, sizeof b, 0);
+	if (n != (ssize_t)sizeof b) {
+		int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+		n = fd >= 0 ? read(fd, b, sizeof b) : -1;
+		if (fd >= 0)
+			close(fd);
+		if (n != (ssize_t)sizeof b) { /* last resort: unique, not secret */
+			int64_t t = clock_ns(CLOCK_MONOTONIC) ^ clock_ns(CLOCK_REALTIME);
+			uint8_t d[SBX_SHA256_LEN];
+			int64_t seed[2] = {t, (int64_t)getpid()};
+			sbx_sha256(seed, sizeof seed, d);
+			memcpy(b, d, sizeof b);
+		}
+	}
+	sbx_hex(b, sizeof b, out);
+}
+
+/* Everything before launch that can fail: the folder, the descriptors, the first files. */
+static int setup(struct sup *s, const sigset_t *mask)
+{
+	struct sbx_err e;
+	const char *dir = s->o->dir;
+	if (s->o->argv == NULL || s->o->argv[0] == NULL) {
+		s->no_files = 1;
+		fail(s, 0, "no harness argv");
+		return -1;
+	}
+	s->dirfd = open_session(dir, 1, &e);
+	if (s->dirfd < 0) {
+		s->no_files = 1;
+		goto fail;
+	}
+	if (exists_at(s->dirfd, "receipt.json") || supervisor_alive(s->dirfd)) {
+		s->no_files = 1; /* never overwrite a finished (or running) activation */
+		fail(s, 0, "session %s already has a run: rearm it first", dir);
+		return -1;
+	}
+	s->r.activation = read_activation(s->dirfd);
+	if (!exists_at(s->dirfd, "activation") && write_at(s->dirfd, "activation", &e, "1\n") != 0)
+		goto fail;
+	for (int i = 0; i < 2 && s->logfd < 0; i++) {
+		s->logfd = openat(s->dirfd, "output.log",
+		                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (s->logfd < 0 && errno == EEXIST && i == 0)
+			unlinkat(s->dirfd, "output.log",
+			         0); /* a crashed run's; never written through */
+		else if (s->logfd < 0)
+			return fail(s, errno, "create output.log"), -1;
+	}
+	/* Subreaper first: from here every orphan of the run stays in our tree. Not dumpable:
+	 * a same-uid harness cannot read the key out of our memory. */
+	if (!WEAK && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
+		return fail(s, errno, "PR_SET_CHILD_SUBREAPER"), -1;
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	s->sigfd = signalfd(-1, mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (s->sigfd < 0)
+		return fail(s, errno, "signalfd"), -1;
+	s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC); /* -1: poll timeout */
+	s->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (s->ifd >= 0) {
+		char path[40];
+		snprintf(path, sizeof path, "/proc/self/fd/%d", s->dirfd);
+		uint32_t m = IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB | IN_ONLYDIR;
+		if (inotify_add_watch(s->ifd, path, m) < 0 &&
+		    inotify_add_watch(s->ifd, dir, m | IN_DONT_FOLLOW) < 0) {
+			close(s->ifd); /* the 4 Hz fallback checks the markers instead */
+			s->ifd = -1;
+		}
+	}
+	sbx_oom_begin(&s->oom);
+	uint64_t start = 0;
+	sbx_killtree_stat(getpid(), &start, NULL, NULL);
+	if (write_at(s->dirfd, "supervisor.pid", &e, "%d %" PRIu64 "\n", (int)getpid(), start) !=
+	            0 ||
+	    write_at(s->dirfd, "state", &e, "launching\n") != 0)
+		goto fail;
+	return 0;
+fail:
+	fail(s, 0, "%s", e.msg); /* the message already ends in strerror */
+	s->r.err = e.errnum;
+	return -1;
+}
+
+static int finish(struct sup *s)
+{
+	struct sbx_receipt *r = &s->r;
+	for (int i = 0; i < 16 && s->outfd >= 0; i++) /* what the run wrote just before the end */
+		pump(s, PUMP_BUDGET);
+	int status;
+	if (s->runner_failed) {
+		status = 125;
+	} else if (s->not_started) {
+		status = s->start_code;
+	} else if (!r->launched) {
+		status = r->timed_out ? 124 : 128 + (s->trigger_sig ? s->trigger_sig : SIGTERM);
+	} else if (!s->harness_reaped) {
+		status = r->timed_out ? 124 : 125;
+	} else if (WIFEXITED(s->wstatus)) {
+		r->exit_kind = 1, r->exit_value = WEXITSTATUS(s->wstatus);
+		status = r->exit_value;
+	} else {
+		r->exit_kind = 2, r->exit_value = WTERMSIG(s->wstatus);
+		status = r->timed_out ? 124 : 128 + r->exit_value;
+	}
+	r->status = status;
+	if (!s->no_files && exists_at(s->dirfd, "expire")) {
+		ssize_t n = read_at(s->dirfd, "expire", r->expire_reason, sizeof r->expire_reason);
+		while (n > 0 &&
+		       (r->expire_reason[n - 1] == '\n' || r->expire_reason[n - 1] == '\r'))
+			r->expire_reason[--n] = '\0';
+	}
+	r->oom_kills = sbx_oom_kills(&s->oom);
+	r->oom_source = sbx_oom_source_name(&s->oom);
+	r->oom_attributed =
+	        sbx_oom_attribute(r->oom_kills, s->harness_sigkilled, s->desc_sigkilled);
+	if (s->logfd >= 0)
+		note(s, "done: trigger %s, status %d, kill rounds %d, termination %s", r->trigger,
+		     status, r->kill_rounds, r->witnessed ? "witnessed" : "NOT witnessed");
+	if (r->started_at_ns == 0) { /* nothing launched: the run's span is the supervisor's */
+		r->started_at_ns =
+		        clock_ns(CLOCK_REALTIME) - (clock_ns(CLOCK_MONOTONIC) - s->t0_mono);
+		s->start_mono = s->t0_mono;
+	}
+	int64_t end_mono = clock_ns(CLOCK_MONOTONIC);
+	r->duration_ns = end_mono - s->start_mono;
+	r->ended_at_ns = r->started_at_ns + r->duration_ns; /* immune to a clock step mid-run */
+	r->log_bytes = s->log_bytes;
+	r->log_dropped = s->log_dropped;
+	size_t len = 0;
+	char *json = sbx_receipt_format(r, &len);
+	if (json == NULL)
+		return 125;
+	if (!s->no_files) {
+		struct sbx_err e;
+		if (sbx_receipt_write(s->dirfd, json, len, s->o->key, s->o->key_len, &e) != 0 ||
+		    write_at(s->dirfd, "state", &e, "done\n") != 0)
+			status = 125; /* the JSON printed below is all there is */
+	}
+	if (s->o->foreground) {
+		fwrite(json, 1, len, stdout);
+		fflush(stdout);
+	}
+	free(json);
+	return status;
+}
+
+int sbx_supervise(const struct sbx_sup_opts *o)
+{
+	/* Descriptors 0-2 must be taken, or a pipe could land there and be clobbered by dup2. */
+	for (int fd = 0; fd >= 0 && fd <= 2;)
+		if ((fd = open("/dev/null", O_RDWR | O_CLOEXEC)) > 2)
+			close(fd);
+	struct sup s;
+	memset(&s, 0, sizeof s);
+	s.o = o;
+	s.dirfd = s.logfd = s.sigfd = s.pidfd = s.tfd = s.ifd = s.outfd = -1;
+	s.grace_ms = o->grace_ms < 0 ? DEFAULT_GRACE_MS : o->grace_ms;
+	s.log_max = o->log_max <= 0 ? DEFAULT_LOG_MAX : o->log_max;
+	s.t0_mono = clock_ns(CLOCK_MONOTONIC);
+	s.r.session = o->dir != NULL ? o->dir : "";
+	s.r.activation = 1;
+	make_nonce(s.r.nonce);
+	s.kt.self = getpid();
+	snprintf(s.kt.marker, sizeof s.kt.marker, "SBX_SUPERVISOR=%s", s.r.nonce);
+
+	sigset_t mask, old;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD), sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT), sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, &old);
+	/* SIGCHLD ignored by whoever started us would make the kernel reap for us (and
+	 * waitpid fail with ECHILD at once): the default is needed for witnessing. */
+	struct sigaction ign = {.sa_handler = SIG_IGN}, dfl = {.sa_handler = SIG_DFL};
+	struct sigaction old_pipe, old_chld;
+	sigaction(SIGPIPE, &ign, &old_pipe);
+	sigaction(SIGCHLD, &dfl, &old_chld);
+
+	if (setup(&s, &mask) != 0) {
+		dispatch(&s, E_START_FAILED);
+	} else {
+		read_signals(&s); /* a signal that came before launch: nothing starts */
+		check_markers(&s);
+		if (s.state == S_LAUNCHING)
+			launch(&s);
+	}
+	loop(&s);
+	int status = finish(&s);
+
+	int fds[7] = {s.dirfd, s.logfd, s.sigfd, s.pidfd, s.tfd, s.ifd, s.outfd};
+	for (int i = 0; i < 7; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	sigaction(SIGPIPE, &old_pipe, NULL);
+	sigaction(SIGCHLD, &old_chld, NULL);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return status;
+}
+
+/* ---- the command line -------------------------------------------------------------------- */
+
+static int parse_seconds(const char *s, int64_t *ms)
+{
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || *end != '\0' || !(v >= 0 && v <= 31536000.0))
+		return -1;
+	*ms = (int64_t)(v * 1000.0 + 0.5);
+	return 0;
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+	                              : -1;
+}
+
+static int parse_hex_key(const char *hex, size_t n, struct sbx_sup_opts *o)
+{
+	while (n > 0 && (hex[n - 1] == '\n' || hex[n - 1] == '\r' || hex[n - 1] == ' '))
+		n--;
+	if (n == 0 || n % 2 != 0 || n / 2 > sizeof o->key)
+		return -1;
+	for (size_t i = 0; i < n; i += 2) {
+		int hi = hexval(hex[i]), lo = hexval(hex[i + 1]);
+		if (hi < 0 || lo < 0)
+			return -1;
+		o->key[i / 2] = (uint8_t)(hi << 4 | lo);
+	}
+	o->key_len = n / 2;
+	return 0;
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fputs("sbx-agent supervise: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputs("\nusage: sbx-agent supervise --session DIR [--timeout S] [--grace S] "
+	      "[--log-max BYTES] [--user U] [--cwd D] [--env K=V]... [--env-clear] "
+	      "[--key-hex HEX | --key-fd FD] -- ARGV...\n"
+	      "       sbx-agent supervise --rearm --session DIR\n",
+	      stderr);
+	return 125; /* never a status a harness could have produced by itself */
+}
+
+int sbx_supervise_main(int argc, char **argv)
+{
+	struct sbx_sup_opts o;
+	memset(&o, 0, sizeof o);
+	o.grace_ms = -1;
+	int rearm = 0, i;
+	size_t nenv = 0;
+	char **env = calloc((size_t)argc + 1, sizeof *env);
+	if (env == NULL)
+		return 125;
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (strcmp(a, "--rearm") == 0) {
+			rearm = 1;
+			continue;
+		}
+		if (strcmp(a, "--env-clear") == 0) {
+			o.env_clear = 1;
+			continue;
+		}
+		if (v == NULL)
+			return free(env), usage_error("%s needs a value", a);
+		i++;
+		if (strcmp(a, "--session") == 0) {
+			o.dir = v;
+		} else if (strcmp(a, "--timeout") == 0 || strcmp(a, "--grace") == 0) {
+			if (parse_seconds(v, a[2] == 't' ? &o.timeout_ms : &o.grace_ms) != 0)
+				return free(env), usage_error("bad number of seconds: %s", v);
+		} else if (strcmp(a, "--log-max") == 0) {
+			char *end;
+			long long n = strtoll(v, &end, 10);
+			if (*end != '\0' || end == v || n <= 0)
+				return free(env), usage_error("bad --log-max: %s", v);
+			o.log_max = n;
+		} else if (strcmp(a, "--user") == 0) {
+			o.user = v;
+		} else if (strcmp(a, "--cwd") == 0) {
+			o.cwd = v;
+		} else if (strcmp(a, "--env") == 0) {
+			if (strchr(v, '=') == NULL || v[0] == '=')
+				return free(env), usage_error("--env needs K=V: %s", v);
+			env[nenv++] = argv[i];
+		} else if (strcmp(a, "--key-hex") == 0) {
+			if (parse_hex_key(v, strlen(v), &o) != 0)
+				return free(env), usage_error("bad --key-hex%s", "");
+			memset(argv[i], '*', strlen(argv[i])); /* out of /proc/PID/cmdline */
+		} else if (strcmp(a, "--key-fd") == 0) {
+			char buf[160], *end;
+			long fd = strtol(v, &end, 10);
+			ssize_t n = -1, r;
+			if (*end == '\0' && end != v && fd >= 0 && fd < 65536) {
+				n = 0;
+				while ((size_t)n < sizeof buf &&
+				       (r = read((int)fd, buf + n, sizeof buf - (size_t)n)) != 0) {
+					if (r < 0 && errno == EINTR)
+						continue;
+					if (r < 0) {
+						n = -1;
+						break;
+					}
+					n += r;
+				}
+				close((int)fd);
+			}
+			if (n <= 0 || parse_hex_key(buf, (size_t)n, &o) != 0)
+				return free(env),
+				       usage_error("--key-fd %s: expected hex key text", v);
+			memset(buf, 0, sizeof buf);
+		} else {
+			return free(env), usage_error("unknown option %s", a);
+		}
+	}
+	if (o.dir == NULL)
+		return free(env), usage_error("--session DIR is required%s", "");
+	if (rearm) {
+		free(env);
+		struct sbx_err e;
+		if (sbx_sup_rearm(o.dir, &e) != 0) {
+			fprintf(stderr, "sbx-agent supervise: %s\n", e.msg);
+			return 1;
+		}
+		return 0;
+	}
+	if (i >= argc)
+		return free(env), usage_error("no harness argv after --%s", "");
+	o.argv = argv + i;
+	o.env = nenv > 0 ? env : NULL;
+	o.foreground = 1;
+	int status = sbx_supervise(&o);
+	memset(o.key, 0, sizeof o.key);
+	free(env);
+	return status;
+}

@@ -1,0 +1,49 @@
+/* Harness for behaviour 2: dies of the signal named in argv (a real fault for SEGV), with the
+ * disposition reset and the signal unblocked so nothing inherited can save it. Usage: self_signal
+ * TOKEN READY|- SIGNO */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+static void ready(const char *path)
+{
+	char tmp[4096];
+	const char *nonce = getenv("SBX_SUPERVISOR");
+	if (strcmp(path, "-") == 0)
+		return;
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	if (f == NULL)
+		return;
+	fprintf(f, "%d %s\n", (int)getpid(), nonce != NULL && *nonce != 0 ? nonce : "-");
+	if (fclose(f) == 0)
+		rename(tmp, path);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 4)
+		return 2;
+	int sig = atoi(argv[3]);
+	struct rlimit nocore = {0, 0};
+	setrlimit(RLIMIT_CORE, &nocore); /* no core files from a test */
+	signal(sig, SIG_DFL);
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	ready(argv[2]);
+	if (sig == SIGSEGV) {
+		volatile char *page =
+		        mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (page != MAP_FAILED)
+			page[0] = 1;
+	}
+	raise(sig);
+	for (;;)
+		pause(); /* a stop signal lands here; the test then stops the run */
+}

@@ -1,0 +1,62 @@
+/* Harness for behaviour 12: a bounded fork storm (a binary tree of DEPTH levels, every node
+ * alive) or a pid-hopping chain (fork, setsid, parent exits, repeat). Usage: storm TOKEN READY|-
+ * tree DEPTH | hop */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void ready(const char *path)
+{
+	char tmp[4096];
+	const char *nonce = getenv("SBX_SUPERVISOR");
+	if (strcmp(path, "-") == 0)
+		return;
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	if (f == NULL)
+		return;
+	fprintf(f, "%d %s\n", (int)getpid(), nonce != NULL && *nonce != 0 ? nonce : "-");
+	if (fclose(f) == 0)
+		rename(tmp, path);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 4)
+		return 2;
+	signal(SIGCHLD, SIG_IGN); /* hop parents and storm nodes leave no zombies of their own */
+	if (strcmp(argv[3], "tree") == 0 && argc == 5) {
+		int depth = atoi(argv[4]);
+		ready(argv[2]); /* before the storm: the test stops it while it still grows */
+		for (int level = 0; level < depth; level++) {
+			/* each node forks two children per level; both carry on growing */
+			if (fork() == 0)
+				continue;
+			if (fork() == 0)
+				continue;
+			break;
+		}
+		for (;;)
+			sleep(1000);
+	}
+	if (strcmp(argv[3], "hop") == 0) {
+		if (fork() == 0) {
+			for (;;) {
+				pid_t p = fork();
+				if (p < 0) { /* out of pids: try again rather than end the chain */
+					usleep(1000);
+					continue;
+				}
+				if (p > 0)
+					_exit(0); /* the parent leaves; the child hops on */
+				setsid();
+			}
+		}
+		ready(argv[2]);
+		for (;;)
+			sleep(1000);
+	}
+	return 2;
+}
