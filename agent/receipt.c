@@ -174,6 +174,7 @@ char *sbx_receipt_format(const struct sbx_receipt *r, size_t *len)
 	key_i64(&b, "log_dropped", r->log_dropped);
 	key_str(&b, "expire_reason", r->expire_reason);
 	key_i64(&b, "pid", r->pid);
+	key_bool(&b, "subreaper", !r->no_subreaper);
 	put(&b, "}\n", 2);
 	if (b.failed) {
 		free(b.p);

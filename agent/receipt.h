@@ -36,6 +36,7 @@ struct sbx_receipt {
 	int64_t log_bytes, log_dropped;
 	char expire_reason[1024];
 	int pid;
+	int no_subreaper; /* the supervisor could not become the run's subreaper */
 };
 
 /* The receipt as one JSON line ending in "\n", malloc'd (NUL-terminated, *len without it);

@@ -54,31 +54,6 @@ static int open_session(const uint8_t *req, size_t len, struct sbx_msgw *w, char
 	return fd;
 }
 
-/* Start time (field 22 of /proc/PID/stat), or -1. */
-static long long start_time(long pid)
-{
-	char p[64], buf[1024];
-	snprintf(p, sizeof p, "/proc/%ld/stat", pid);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	char *s = strrchr(buf, ')');
-	if (s == NULL)
-		return -1;
-	/* After ") " come fields 3, 4, ...: skip to field 22. */
-	int field = 2;
-	for (char *q = s + 1; *q != '\0'; q++) {
-		if (*q == ' ' && ++field == 22)
-			return strtoll(q + 1, NULL, 10);
-	}
-	return -1;
-}
-
 /* Reads a small file of the session folder; returns its length or -1. */
 static ssize_t read_small(int dfd, const char *name, char *buf, size_t cap)
 {
@@ -93,17 +68,9 @@ static ssize_t read_small(int dfd, const char *name, char *buf, size_t cap)
 	return n;
 }
 
-/* 1 when supervisor.pid names a living process with the same start time. */
 static int supervisor_alive(int dfd)
 {
-	char buf[128];
-	if (read_small(dfd, "supervisor.pid", buf, sizeof buf) <= 0)
-		return 0;
-	long pid = 0;
-	long long st = -1;
-	if (sscanf(buf, "%ld %lld", &pid, &st) != 2 || pid <= 0)
-		return 0;
-	return start_time(pid) == st;
+	return sbx_sup_alive(dfd);
 }
 
 static int has_file(int dfd, const char *name)
@@ -165,8 +132,8 @@ void sbx_supctl_run(const uint8_t *req, size_t len, struct sbx_msgw *w)
 {
 	char dir[4096];
 	struct sbx_field f;
-	if (sbx_msg_find(req, len, SBX_T_SESSION, &f) != 1 || sbx_field_str(&f, dir, sizeof dir) != 0 ||
-	    dir[0] != '/') {
+	if (sbx_msg_find(req, len, SBX_T_SESSION, &f) != 1 ||
+	    sbx_field_str(&f, dir, sizeof dir) != 0 || dir[0] != '/') {
 		reply_err(w, SBX_EUSAGE, 0, "run needs an absolute session folder");
 		return;
 	}
@@ -185,7 +152,7 @@ void sbx_supctl_run(const uint8_t *req, size_t len, struct sbx_msgw *w)
 	close(dfd);
 	if (busy || done || closing) {
 		reply_err(w, SBX_EUSAGE, 0,
-		          busy ? "a run is active in this session folder"
+		          busy      ? "a run is active in this session folder"
 		          : closing ? "the session is closing: no new activation"
 		                    : "this session folder holds a finished run: rearm it first");
 		return;
@@ -246,7 +213,8 @@ void sbx_supctl_run(const uint8_t *req, size_t len, struct sbx_msgw *w)
 		}
 	}
 	if (bad || rc < 0 || nargv == 0) {
-		reply_err(w, SBX_EUSAGE, 0, nargv == 0 ? "run needs argv" : "malformed run request");
+		reply_err(w, SBX_EUSAGE, 0,
+		          nargv == 0 ? "run needs argv" : "malformed run request");
 		goto out;
 	}
 	o.argv = argv;
@@ -332,8 +300,9 @@ void sbx_supctl_signal(const uint8_t *req, size_t len, struct sbx_msgw *w)
 	struct sbx_err e;
 	/* A marker may come before the run (expire before launch): make the folder, with the
 	 * same checks as a run. */
-	if (sbx_msg_find(req, len, SBX_T_SESSION, &sf) == 1 && sbx_field_str(&sf, dir, sizeof dir) == 0 &&
-	    dir[0] == '/' && access(dir, F_OK) != 0 && sbx_sup_prepare_dir(dir, &e) != 0) {
+	if (sbx_msg_find(req, len, SBX_T_SESSION, &sf) == 1 &&
+	    sbx_field_str(&sf, dir, sizeof dir) == 0 && dir[0] == '/' && access(dir, F_OK) != 0 &&
+	    sbx_sup_prepare_dir(dir, &e) != 0) {
 		reply_sbx_err(w, &e);
 		return;
 	}
@@ -403,7 +372,8 @@ void sbx_supctl_read(const uint8_t *req, size_t len, struct sbx_msgw *w)
 	     strcmp(name, "receipt.sig") != 0) ||
 	    off < 0 || want < 0) {
 		close(dfd);
-		reply_err(w, SBX_EUSAGE, 0, "read output.log, receipt.json or receipt.sig from offset >= 0");
+		reply_err(w, SBX_EUSAGE, 0,
+		          "read output.log, receipt.json or receipt.sig from offset >= 0");
 		return;
 	}
 	if (want > READ_MAX)

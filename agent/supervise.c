@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
@@ -135,7 +136,7 @@ static const char *const state_names[S_COUNT] = {"launching", "running", "termin
 struct sup {
 	const struct sbx_sup_opts *o;
 	enum state state;
-	int dirfd, logfd, sigfd, pidfd, tfd, ifd, outfd;
+	int dirfd, logfd, sigfd, pidfd, tfd, ifd, outfd, lockfd;
 	int no_files; /* the folder is not ours to write (bad, or a finished run's) */
 	pid_t pid;    /* the harness, 0 before launch */
 	int harness_reaped, wstatus, pending_exit, children_gone;
@@ -284,18 +285,23 @@ static int64_t read_activation(int dirfd)
 	return v > 0 ? v : 1;
 }
 
-/* Whether supervisor.pid names a living process with the start time it recorded. */
+/* Whether the supervisor of dirfd's session lives: it holds an exclusive flock on
+ * supervisor.pid for its whole life (the kernel drops it when it dies, whatever killed it).
+ * No pid or start-time comparison: under QEMU user mode a process's view of its own
+ * /proc/PID/stat is emulated and its start time is not the one others see. */
+int sbx_sup_alive(int dirfd)
+{
+	int fd = openat(dirfd, "supervisor.pid", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	int alive = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+	close(fd);
+	return alive;
+}
+
 static int supervisor_alive(int dirfd)
 {
-	char buf[64];
-	long long pid;
-	unsigned long long start;
-	uint64_t now;
-	char st;
-	if (read_at(dirfd, "supervisor.pid", buf, sizeof buf) <= 0 ||
-	    sscanf(buf, "%lld %llu", &pid, &start) != 2 || pid <= 0 || pid == getpid())
-		return 0;
-	return sbx_killtree_stat((pid_t)pid, &now, NULL, &st) == 0 && now == start && st != 'Z';
+	return sbx_sup_alive(dirfd);
 }
 
 static int open_session(const char *dir, int create, struct sbx_err *e)
@@ -1000,8 +1006,16 @@ static int setup(struct sup *s, const sigset_t *mask)
 	}
 	/* Subreaper first: from here every orphan of the run stays in our tree. Not dumpable:
 	 * a same-uid harness cannot read the key out of our memory. */
-	if (!WEAK && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
-		return fail(s, errno, "PR_SET_CHILD_SUBREAPER"), -1;
+	if (!WEAK && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+		/* QEMU user mode refuses this prctl. Go on with what is left (the process group,
+		 * the walk of our descendants and the nonce scan) and say so in the receipt: an
+		 * orphan that also cleared its environment could outlive the run unseen. */
+		s->r.no_subreaper = 1;
+		note(s,
+		     "no child subreaper here (%s; QEMU user mode?): orphans are followed only "
+		     "by the run's marker",
+		     strerror(errno));
+	}
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	s->sigfd = signalfd(-1, mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (s->sigfd < 0)
@@ -1025,6 +1039,17 @@ static int setup(struct sup *s, const sigset_t *mask)
 	            0 ||
 	    write_at(s->dirfd, "state", &e, "launching\n") != 0)
 		goto fail;
+	/* Held until we exit: sbx_sup_alive's witness. Close-on-exec and closed in the harness
+	 * before exec, so no descendant keeps it. */
+	s->lockfd = openat(s->dirfd, "supervisor.pid", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* Blocking: a status check may hold a shared lock on it for a moment. */
+	int locked = -1;
+	while (s->lockfd >= 0 && (locked = flock(s->lockfd, LOCK_EX)) != 0 && errno == EINTR)
+		;
+	if (s->lockfd < 0 || locked != 0) {
+		sbx_err_set(&e, SBX_ETRANSFER, errno, "lock supervisor.pid");
+		goto fail;
+	}
 	return 0;
 fail:
 	fail(s, 0, "%s", e.msg); /* the message already ends in strerror */
@@ -1104,7 +1129,7 @@ int sbx_supervise(const struct sbx_sup_opts *o)
 	struct sup s;
 	memset(&s, 0, sizeof s);
 	s.o = o;
-	s.dirfd = s.logfd = s.sigfd = s.pidfd = s.tfd = s.ifd = s.outfd = -1;
+	s.dirfd = s.logfd = s.sigfd = s.pidfd = s.tfd = s.ifd = s.outfd = s.lockfd = -1;
 	s.grace_ms = o->grace_ms < 0 ? DEFAULT_GRACE_MS : o->grace_ms;
 	s.log_max = o->log_max <= 0 ? DEFAULT_LOG_MAX : o->log_max;
 	s.t0_mono = clock_ns(CLOCK_MONOTONIC);

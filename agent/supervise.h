@@ -41,6 +41,10 @@ int sbx_sup_rearm(const char *dir, struct sbx_err *e);
  * symlink is never followed), owned by the euid, not writable by group or other. */
 int sbx_sup_prepare_dir(const char *dir, struct sbx_err *e);
 
+/* 1 while the supervisor of the session folder open at dirfd is alive (it holds a lock on
+ * supervisor.pid for its whole life). */
+int sbx_sup_alive(int dirfd);
+
 /* `sbx-agent supervise ...`; argv[0] is "supervise". */
 int sbx_supervise_main(int argc, char **argv);
 

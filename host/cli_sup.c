@@ -17,8 +17,8 @@
 
 #define KEY_LEN 32
 
-static const char *const sup_cmds[] = {"run",     "stop",    "expire", "attach",
-                                       "output",  "receipt", "rearm",  "close", NULL};
+static const char *const sup_cmds[] = {"run",     "stop",  "expire", "attach", "output",
+                                       "receipt", "rearm", "close",  NULL};
 
 int cli_sup_known(const char *cmd)
 {
@@ -78,7 +78,8 @@ static int load_key(const char *path, int create, uint8_t key[KEY_LEN], struct s
 		ssize_t n = read(fd, key, KEY_LEN);
 		close(fd);
 		if (n != KEY_LEN)
-			return sbx_err_set(e, SBX_EUSAGE, 0, "key file %s is not %d bytes", path, KEY_LEN);
+			return sbx_err_set(e, SBX_EUSAGE, 0, "key file %s is not %d bytes", path,
+			                   KEY_LEN);
 		return 0;
 	}
 	if (!create || errno != ENOENT)
@@ -247,8 +248,8 @@ static int cmd_output(const struct opts *o, struct sbx_session *s, struct sup_ar
 		char *data;
 		size_t len;
 		int64_t size;
-		if (sbx_run_read(s, a->session, "output.log", off, 256 * 1024, &data, &len, &size, e) !=
-		    0)
+		if (sbx_run_read(s, a->session, "output.log", off, 256 * 1024, &data, &len, &size,
+		                 e) != 0)
 			return fail(o, e, class_exit(e->cls));
 		fwrite(data, 1, len, stdout);
 		free(data);
@@ -285,7 +286,8 @@ int cli_sup(const struct opts *o, struct sbx_session *s, const char *cmd, int ar
 		struct sbx_run_status st;
 		if (sbx_run_status(s, a.session, &st, &e) != 0)
 			return fail(o, &e, class_exit(e.cls));
-		printf("{\"session\":\"%s\",\"state\":\"%s\",\"supervisor_alive\":%s,\"has_receipt\":%s,"
+		printf("{\"session\":\"%s\",\"state\":\"%s\",\"supervisor_alive\":%s,\"has_"
+		       "receipt\":%s,"
 		       "\"activation\":%lld,\"log_bytes\":%lld}\n",
 		       a.session, st.state, st.alive ? "true" : "false",
 		       st.has_receipt ? "true" : "false", (long long)st.activation,
@@ -293,7 +295,8 @@ int cli_sup(const struct opts *o, struct sbx_session *s, const char *cmd, int ar
 		return 0;
 	}
 	if (strcmp(cmd, "rearm") == 0 || strcmp(cmd, "close") == 0) {
-		int rc = cmd[0] == 'r' ? sbx_run_rearm(s, a.session, &e) : sbx_run_close(s, a.session, &e);
+		int rc = cmd[0] == 'r' ? sbx_run_rearm(s, a.session, &e)
+		                       : sbx_run_close(s, a.session, &e);
 		return rc != 0 ? fail(o, &e, class_exit(e.cls)) : 0;
 	}
 	char kp[4096];
@@ -317,7 +320,8 @@ int cli_sup(const struct opts *o, struct sbx_session *s, const char *cmd, int ar
 	if (rc != 0)
 		return fail(o, &e, class_exit(e.cls));
 	if (!placed)
-		fprintf(stderr, "sbx: expire not placed: the run already finished or was expired\n");
+		fprintf(stderr,
+		        "sbx: expire not placed: the run already finished or was expired\n");
 	if (a.wait <= 0)
 		return placed ? 0 : EX_FALSE;
 	struct sbx_receipt r;
@@ -451,7 +455,8 @@ int cli_sup_session(struct sbx_session *s, const char *op, const struct sbx_json
 		char *data;
 		size_t len;
 		int64_t size;
-		if (sbx_run_read(s, session, "output.log", from, 512 * 1024, &data, &len, &size, e) != 0)
+		if (sbx_run_read(s, session, "output.log", from, 512 * 1024, &data, &len, &size,
+		                 e) != 0)
 			return 1;
 		sbx_jw_key(w, "ok");
 		sbx_jw_bool(w, 1);
@@ -484,7 +489,8 @@ int cli_sup_session(struct sbx_session *s, const char *op, const struct sbx_json
 		*rc = 0;
 		return 1;
 	}
-	int r = strcmp(op, "rearm") == 0 ? sbx_run_rearm(s, session, e) : sbx_run_close(s, session, e);
+	int r = strcmp(op, "rearm") == 0 ? sbx_run_rearm(s, session, e)
+	                                 : sbx_run_close(s, session, e);
 	if (r != 0)
 		return 1;
 	sbx_jw_key(w, "ok");

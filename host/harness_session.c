@@ -169,8 +169,8 @@ int sbx_hs_read_output_log(struct sbx_hs *hs, char **text, size_t *len, struct s
 		char *part;
 		size_t n;
 		int64_t size;
-		if (sbx_run_read(hs->s, hs->dir, "output.log", off, 512 * 1024, &part, &n, &size, e) !=
-		    0) {
+		if (sbx_run_read(hs->s, hs->dir, "output.log", off, 512 * 1024, &part, &n, &size,
+		                 e) != 0) {
 			free(*text);
 			*text = NULL;
 			return -1;
@@ -206,7 +206,8 @@ int sbx_hs_begin_activation(struct sbx_hs *hs, double timeout_s, struct sbx_err 
 			return -1;
 	}
 	if (hs->st.launch_started && !hs->st.cleanup_confirmed)
-		return sbx_err_set(e, SBX_EUSAGE, 0, "the previous launch is not confirmed cleaned up");
+		return sbx_err_set(e, SBX_EUSAGE, 0,
+		                   "the previous launch is not confirmed cleaned up");
 	if (hs->st.launch_started && sbx_run_rearm(hs->s, hs->dir, e) != 0)
 		return -1;
 	sbx_receipt_free(&hs->receipt);
@@ -300,10 +301,12 @@ char *sbx_shell_assignments(const struct sbx_shval *v, size_t n, struct sbx_err 
 	for (size_t i = 0; ok && i < n; i++) {
 		if (!valid_name(v[i].name)) {
 			free(buf);
-			sbx_err_set(e, SBX_EUSAGE, 0, "'%s' is not a shell name", v[i].name ? v[i].name : "");
+			sbx_err_set(e, SBX_EUSAGE, 0, "'%s' is not a shell name",
+			            v[i].name ? v[i].name : "");
 			return NULL;
 		}
-		ok = put_raw(&buf, &len, &cap, v[i].name) == 0 && put_raw(&buf, &len, &cap, "=") == 0;
+		ok = put_raw(&buf, &len, &cap, v[i].name) == 0 &&
+		     put_raw(&buf, &len, &cap, "=") == 0;
 		if (v[i].kind == SBX_SHVAL_SCALAR) {
 			ok = ok && put_word(&buf, &len, &cap, v[i].scalar ? v[i].scalar : "") == 0;
 		} else {
@@ -315,7 +318,8 @@ char *sbx_shell_assignments(const struct sbx_shval *v, size_t n, struct sbx_err 
 				if (v[i].kind == SBX_SHVAL_MAP) {
 					if (it[k + 1] == NULL) {
 						free(buf);
-						sbx_err_set(e, SBX_EUSAGE, 0, "map %s has a key without a value",
+						sbx_err_set(e, SBX_EUSAGE, 0,
+						            "map %s has a key without a value",
 						            v[i].name);
 						return NULL;
 					}

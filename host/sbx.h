@@ -213,11 +213,11 @@ struct sbx_run_opts {
 	char *const *env;    /* "K=V" over the inherited environment */
 	int env_clear;
 	const char *cwd;
-	const char *user;     /* name or uid; NULL: the agent's user */
-	double timeout_s;     /* deadline from launch; 0 none */
-	double grace_s;       /* SIGTERM -> SIGKILL; < 0: 5 s */
-	int64_t log_max;      /* bytes kept of the combined output; 0: 16 MiB */
-	const uint8_t *key;   /* receipt key, at most 64 bytes; held by the supervisor in memory */
+	const char *user;   /* name or uid; NULL: the agent's user */
+	double timeout_s;   /* deadline from launch; 0 none */
+	double grace_s;     /* SIGTERM -> SIGKILL; < 0: 5 s */
+	int64_t log_max;    /* bytes kept of the combined output; 0: 16 MiB */
+	const uint8_t *key; /* receipt key, at most 64 bytes; held by the supervisor in memory */
 	size_t key_len;
 };
 void sbx_run_opts_init(struct sbx_run_opts *o);
@@ -264,8 +264,8 @@ struct sbx_receipt {
 void sbx_receipt_free(struct sbx_receipt *r);
 
 /* Fetches the receipt now and verifies it with key (SBX_EUSAGE when there is none yet). */
-int sbx_run_receipt(struct sbx_session *s, const char *session, const uint8_t *key,
-                    size_t key_len, struct sbx_receipt *r, struct sbx_err *e);
+int sbx_run_receipt(struct sbx_session *s, const char *session, const uint8_t *key, size_t key_len,
+                    struct sbx_receipt *r, struct sbx_err *e);
 
 /* Waits until the receipt exists and the supervisor has gone (at most timeout_s; <= 0: no
  * limit but the session's keepalive), then fetches and verifies it. */

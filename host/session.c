@@ -798,7 +798,7 @@ int sbx_response_status(const uint8_t *p, size_t len, struct sbx_err *e)
 /* Sends a request and waits for its response; on success *out holds the stream (the caller
  * reads p->resp and frees it with sbx_stream_free). */
 int sbx_call(struct sbx_session *s, const struct sbx_msgw *w, struct sbx_stream **out,
-                struct sbx_err *e)
+             struct sbx_err *e)
 {
 	*out = NULL;
 	if (w->overflow)

@@ -85,9 +85,8 @@ static int simple(struct sbx_session *s, int op, const char *session, const char
 	if (session == NULL || session[0] == '\0')
 		return sbx_err_set(e, SBX_EUSAGE, 0, "no session folder");
 	struct sbx_msgw w;
-	uint8_t *b = sbx_req_buf(128 + strlen(session) + (name ? strlen(name) : 0) +
-	                                 (msg ? strlen(msg) : 0),
-	                         &w, e);
+	uint8_t *b = sbx_req_buf(
+	        128 + strlen(session) + (name ? strlen(name) : 0) + (msg ? strlen(msg) : 0), &w, e);
 	if (b == NULL)
 		return -1;
 	sbx_msgw_i64(&w, SBX_T_OP, op);
@@ -272,8 +271,8 @@ int sbx_receipt_parse(const char *json, size_t len, const char *sig_hex, const u
 	return 0;
 }
 
-int sbx_run_receipt(struct sbx_session *s, const char *session, const uint8_t *key,
-                    size_t key_len, struct sbx_receipt *r, struct sbx_err *e)
+int sbx_run_receipt(struct sbx_session *s, const char *session, const uint8_t *key, size_t key_len,
+                    struct sbx_receipt *r, struct sbx_err *e)
 {
 	memset(r, 0, sizeof *r);
 	char *json, *sig = NULL;
@@ -313,8 +312,8 @@ int sbx_run_wait(struct sbx_session *s, const char *session, const uint8_t *key,
 			nap = nap > 5000000 ? nap : 5000000;
 		if (sbx_now_ns() >= end)
 			return sbx_err_set(e, SBX_EUNAVAILABLE, ETIMEDOUT,
-			                   "no receipt in %s within %.1f s (state %s)", session, timeout_s,
-			                   st.state);
+			                   "no receipt in %s within %.1f s (state %s)", session,
+			                   timeout_s, st.state);
 		/* Keep the channel serviced while we wait. */
 		int64_t until = sbx_now_ns() + nap;
 		while (sbx_now_ns() < until)

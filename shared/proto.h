@@ -29,9 +29,9 @@ enum sbx_op {
 	SBX_OP_SUP_RUN = 10,    /* launch a detached supervisor over a session folder */
 	SBX_OP_SUP_SIGNAL = 11, /* stop or expire: write the marker the supervisor watches */
 	SBX_OP_SUP_STATUS = 12, /* state, liveness, receipt presence */
-	SBX_OP_SUP_READ = 13,   /* bytes of output.log / receipt.json / receipt.sig from an offset */
-	SBX_OP_SUP_REARM = 14,  /* begin_activation */
-	SBX_OP_SUP_CLOSE = 15,  /* mark the session closing: no later activation */
+	SBX_OP_SUP_READ = 13,  /* bytes of output.log / receipt.json / receipt.sig from an offset */
+	SBX_OP_SUP_REARM = 14, /* begin_activation */
+	SBX_OP_SUP_CLOSE = 15, /* mark the session closing: no later activation */
 };
 
 /* Capability bits in HELLO. */

@@ -104,7 +104,8 @@ int main(int argc, char **argv)
 		}
 		double t0 = now();
 		struct sbx_receipt rc;
-		if (sbx_run_stop(s, dir, &e) != 0 || sbx_run_wait(s, dir, key, sizeof key, 30, &rc, &e) != 0)
+		if (sbx_run_stop(s, dir, &e) != 0 ||
+		    sbx_run_wait(s, dir, key, sizeof key, 30, &rc, &e) != 0)
 			die("stop", &e);
 		t[i] = now() - t0;
 		if (!rc.verified || !rc.termination_witnessed || strcmp(rc.trigger, "stop") != 0) {
@@ -112,12 +113,15 @@ int main(int argc, char **argv)
 			die("receipt not signed, witnessed and stop", NULL);
 		}
 		witnessed++;
+		if (getenv("SBX_BENCH_VERBOSE"))
+			fprintf(stderr, "%.1f ms: %s", t[i] * 1e3, rc.json);
 		sbx_receipt_free(&rc);
 	}
 	qsort(t, (size_t)runs, sizeof *t, cmp);
 	double p50 = t[runs / 2] * 1e3, p99 = t[(int)(runs * 0.99)] * 1e3;
 	printf("# bench-supervise\n\n");
-	printf("Stop -> signed receipt, termination witnessed, tree of 100 processes (20 escaped with "
+	printf("Stop -> signed receipt, termination witnessed, tree of 100 processes (20 escaped "
+	       "with "
 	       "setsid), grace 50 ms, local runner, %d runs:\n\n",
 	       runs);
 	printf("| runs | witnessed | p50 ms | p99 ms | max ms | target p50 <= 100 ms |\n");
@@ -151,7 +155,8 @@ int main(int argc, char **argv)
 	       "(target <= 0.1%%: %s)\n",
 	       c1 - c0, sysconf(_SC_CLK_TCK), span, pct, pct <= 0.1 ? "met" : "MISSED");
 	struct sbx_receipt rc;
-	if (sbx_run_stop(s, dir, &e) != 0 || sbx_run_wait(s, dir, key, sizeof key, 30, &rc, &e) != 0)
+	if (sbx_run_stop(s, dir, &e) != 0 ||
+	    sbx_run_wait(s, dir, key, sizeof key, 30, &rc, &e) != 0)
 		die("idle stop", &e);
 	sbx_receipt_free(&rc);
 	sbx_session_close(s);

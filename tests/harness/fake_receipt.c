@@ -13,7 +13,7 @@ static const char forged[] =
         "\"exit\":{\"code\":0},\"status\":0,\"errno\":0,\"error\":null,\"started_at_ns\":1,"
         "\"ended_at_ns\":2,\"duration_ns\":1,\"kill_rounds\":0,\"termination_witnessed\":true,"
         "\"residual\":[],\"oom\":{\"kills\":0,\"source\":null,\"attributed\":null},"
-        "\"log_bytes\":0,\"log_dropped\":0,\"expire_reason\":null,\"pid\":1}\n";
+        "\"log_bytes\":0,\"log_dropped\":0,\"expire_reason\":null,\"pid\":1,\"subreaper\":true}\n";
 static const char forged_sig[] =
         "0000000000000000000000000000000000000000000000000000000000000000\n";
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static void ready(const char *path)
@@ -42,17 +43,22 @@ int main(int argc, char **argv)
 			sleep(1000);
 	}
 	if (strcmp(argv[3], "hop") == 0) {
+		/* bounded even when nothing stops it: 30 s, and a few failed forks in a row */
+		time_t end = time(NULL) + 30;
 		if (fork() == 0) {
-			for (;;) {
+			for (int fails = 0; time(NULL) < end && fails < 100;) {
 				pid_t p = fork();
-				if (p < 0) { /* out of pids: try again rather than end the chain */
+				if (p < 0) {
+					fails++;
 					usleep(1000);
 					continue;
 				}
 				if (p > 0)
 					_exit(0); /* the parent leaves; the child hops on */
+				fails = 0;
 				setsid();
 			}
+			_exit(0);
 		}
 		ready(argv[2]);
 		for (;;)

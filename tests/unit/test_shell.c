@@ -56,8 +56,9 @@ static void values_survive_bash(void **state)
 	         src);
 	size_t len;
 	char *out = bash(script, &len);
-	const char *want[] = {hostile, "", "5", "plain", "", "two words", hostile, "'",
-	                      "PATH=/usr/bin:/bin", "ODD=a'b=c"};
+	const char *want[] = {
+	        hostile,    "", "5", "plain", "", "two words", hostile, "'", "PATH=/usr/bin:/bin",
+	        "ODD=a'b=c"};
 	size_t pos = 0;
 	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
 		assert_true(pos < len);

@@ -151,7 +151,7 @@ static int carries(pid_t pid, const char *token, char *cmd, size_t cmdlen)
 		for (ssize_t i = 0; i < n - 1; i++)
 			if (buf[i] == 0)
 				buf[i] = ' ';
-		snprintf(cmd, cmdlen, "%s", buf);
+		snprintf(cmd, cmdlen, "%.*s", (int)(cmdlen - 1), buf);
 	}
 	return found;
 }
@@ -180,6 +180,25 @@ static int scan_token(const char *token, pid_t *pids, int max)
 
 /* Descendants of this process (a child subreaper, so orphans of a supervisor that ended come
  * here), outside the subtrees of supervisors still running. Fills pids, returns how many. */
+/* 1 when pid runs sbx-agent (natively or under qemu-*-static), or is gone or exiting. */
+static int machinery_or_gone(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+	size_t len;
+	char *c = slurp(path, &len);
+	/* Gone, or exiting (its memory, and so its argv, already released): not a survivor. */
+	if (c == NULL || len == 0) {
+		free(c);
+		return 1;
+	}
+	int yes = 0;
+	for (size_t i = 0; c != NULL && i < len; i += strlen(c + i) + 1)
+		yes |= strstr(c + i, "sbx-agent") != NULL;
+	free(c);
+	return yes;
+}
+
 static int scan_descendants(pid_t *pids, int max)
 {
 	static pid_t *ppid_of;
@@ -225,10 +244,21 @@ static int scan_descendants(pid_t *pids, int max)
 		in = malloc((size_t)npid);
 	memset(in, 0, (size_t)npid);
 	in[self] = 1;
-	for (int i = 0; i < nruns; i++)
-		if (runs[i].pid > 0)
-			in[runs[i].pid] =
-			        2; /* a running supervisor: its tree is its own business */
+	for (int i = 0; i < nruns; i++) {
+		if (runs[i].pid <= 0)
+			continue;
+		/* A running supervisor: its tree is its own business. Through `sbx run` the
+		 * supervisor is detached (an orphan adopted by us, the subreaper): find it by
+		 * its session folder's supervisor.pid. */
+		in[runs[i].pid] = 2;
+		char pf[PATH_MAX + 32];
+		snprintf(pf, sizeof pf, "%s/supervisor.pid", runs[i].dir);
+		char *txt = slurp(pf, NULL);
+		long sp = txt != NULL ? atol(txt) : 0;
+		free(txt);
+		if (sp > 0 && sp < npid)
+			in[sp] = 2;
+	}
 	for (int changed = 1, pass = 0; changed && pass < 64; pass++) {
 		changed = 0;
 		for (long p = 1; p < npid; p++) {
@@ -237,11 +267,49 @@ static int scan_descendants(pid_t *pids, int max)
 				continue;
 			in[p] = 1;
 			changed = 1;
-			if (n < max && ppid_of[p] > 0) /* a zombie is no survivor */
+			/* A zombie is no survivor, and neither is the machinery (an agent or its
+			 * emulator winding down after writing the receipt). */
+			if (n < max && ppid_of[p] > 0 && !machinery_or_gone((pid_t)p))
 				pids[n++] = (pid_t)p;
 		}
 	}
 	return n;
+}
+
+/* Kills this process's own children (orphans are reparented here) until the list stays empty:
+ * one small file per round, so even a pid-hopping chain is caught (each hop lands here). */
+static void kill_children(void)
+{
+	char path[64], buf[65536];
+	snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+	double end = now() + 10;
+	for (int empty = 0; empty < 200 && now() < end;) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return;
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = 0;
+		int any = 0;
+		for (char *p = buf;;) {
+			char *e;
+			long pid = strtol(p, &e, 10);
+			if (e == p)
+				break;
+			p = e;
+			int sup = 0;
+			for (int i = 0; i < nruns; i++)
+				sup |= runs[i].pid == pid;
+			if (!sup && kill((pid_t)pid, SIGKILL) == 0)
+				any = 1;
+		}
+		pid_t w;
+		while ((w = waitpid(-1, NULL, WNOHANG | __WALL)) > 0)
+			for (int i = 0; i < nruns; i++)
+				if (runs[i].pid == w)
+					runs[i].pid = 0;
+		empty = any ? 0 : empty + 1;
+	}
 }
 
 /* SIGKILLs every process carrying the token and every stray descendant (reaping those that
@@ -251,24 +319,16 @@ static void kill_strays(const char *token)
 	static pid_t pids[MAX_PIDS];
 	int quiet = 0;
 	for (int round = 0; round < 5000 && quiet < 3; round++) {
+		kill_children();
 		int n = token != NULL ? scan_token(token, pids, MAX_PIDS) : 0;
 		for (int i = 0; i < n; i++)
 			kill(pids[i], SIGKILL);
 		int m = scan_descendants(pids, MAX_PIDS);
 		for (int i = 0; i < m; i++)
 			kill(pids[i], SIGKILL);
-		pid_t w;
-		while ((w = waitpid(-1, NULL, WNOHANG | __WALL)) > 0) {
-			/* never reap a supervisor still being waited for: put nothing back, just
-			 * note */
-			for (int i = 0; i < nruns; i++)
-				if (runs[i].pid == w)
-					runs[i].pid = 0;
-		}
 		quiet = n == 0 && m == 0 ? quiet + 1 : 0;
-		if (quiet > 0)
-			sleep_ms(5);
 	}
+	kill_children();
 }
 
 static void kill_token(const char *token)
@@ -313,17 +373,58 @@ static void assert_none_now(const char *token)
 	survivors_now(token);
 }
 
-/* Negative control: something of the run must have survived (a pid hopper may be missed by one
- * scan, so look a few times); then nothing will. */
+static int is_zombie_of(pid_t pid, const char *comm)
+{
+	char path[64], want[64], *s;
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if ((s = slurp(path, NULL)) == NULL)
+		return 0;
+	snprintf(want, sizeof want, "(%s) Z", comm);
+	char *rp = strrchr(s, ')');
+	int z = *comm != 0 ? strstr(s, want) != NULL : rp != NULL && rp[1] == ' ' && rp[2] == 'Z';
+	free(s);
+	return z;
+}
+
+/* Live children of this process outside the running supervisors (orphans come here). */
+static int live_children(void)
+{
+	char path[64], buf[65536];
+	snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	int live = 0;
+	for (char *p = buf;;) {
+		char *e;
+		long pid = strtol(p, &e, 10);
+		if (e == p)
+			break;
+		p = e;
+		int sup = 0;
+		for (int i = 0; i < nruns; i++)
+			sup |= runs[i].pid == pid;
+		if (!sup && !is_zombie_of((pid_t)pid, ""))
+			live++;
+	}
+	return live;
+}
+
+/* Negative control: something of the run must have survived (a pid hopper is caught as a
+ * child of ours, where each hop lands); then nothing will. */
 static void assert_escaped(const char *token)
 {
 	static pid_t pids[MAX_PIDS];
 	int seen = 0;
-	for (int i = 0; i < 10 && seen == 0; i++) {
-		while (waitpid(-1, NULL, WNOHANG | __WALL) > 0) /* orphans' zombies, so pids last */
-			;
-		seen = scan_token(token, pids, MAX_PIDS) + scan_descendants(pids, MAX_PIDS);
-		sleep_ms(30);
+	for (int i = 0; i < 200 && seen == 0; i++) {
+		seen = live_children();
+		if (seen == 0 && i % 20 == 0)
+			seen = scan_token(token, pids, MAX_PIDS) + scan_descendants(pids, MAX_PIDS);
+		if (seen == 0)
+			sleep_ms(1);
 	}
 	kill_strays(token);
 	if (seen == 0)
@@ -405,7 +506,8 @@ static void run_start(struct run *r, const struct opts *o, int ready, const char
 		marker(r, o->pre_marker, o->pre_reason != NULL ? o->pre_reason : "");
 	r->started = now();
 	pid_t p = fork();
-	assert_true(p >= 0);
+	if (p < 0)
+		fail_msg("%s: fork: %s", r->name, strerror(errno));
 	if (p == 0) {
 		if (o->cgroup != NULL) {
 			char procs[PATH_MAX + 16];
@@ -502,6 +604,7 @@ static const char *const receipt_keys[] = {
 	"error", "started_at_ns", "ended_at_ns", "duration_ns", "kill_rounds",
 	"termination_witnessed", "residual", "oom", "log_bytes", "log_dropped", "expire_reason",
 	"pid",
+	"subreaper",
 };
 /* clang-format on */
 
@@ -819,7 +922,7 @@ static void expire_running(void **state)
 	marker(r, "expire", "grader said so");
 	run_wait(r, RUN_LIMIT);
 	run_finish(r);
-	expect_outcome(r, "expire", 'c', 7, 124);
+	expect_outcome(r, "expire", 'c', 7, 7); /* exited by itself in the grace: kept */
 	assert_string_equal(jstr(r, "expire_reason"), "grader said so");
 	want_bool(r, "expired_before_launch", 0);
 	assert_no_survivors(r->token);
@@ -946,7 +1049,13 @@ static void escape_case(const char *mode, int stay, int user_too)
 static void double_fork(void **state)
 {
 	(void)state;
-	escape_case("doublefork", 1, 0);
+	/* `( cmd & ) &` and the script ends: the orphan is still in the group, so only a
+	 * supervisor that cleans up after a natural exit (or tracks orphans) catches it */
+	if (expect_escape) { /* the weak build still kills the group, which holds this orphan */
+		print_message("  skipped: an in-group orphan is not an escape from a group kill\n");
+		skip();
+	}
+	escape_case("doublefork", 0, 0);
 }
 
 static void setsid_escapee(void **state)
@@ -964,13 +1073,18 @@ static void setpgid_child(void **state)
 static void empty_env_descendant(void **state)
 {
 	(void)state;
+	/* Under QEMU user mode there is no child subreaper (QEMU refuses the prctl; the receipt
+	 * says "subreaper":false): an orphan that also dropped the marker is out of reach there,
+	 * as docs/supervision.md says. */
+	if (slow_runner)
+		skip();
 	escape_case("emptyenv", 1, 0);
 }
 
 static void exit0_leaves_workers(void **state)
 {
 	(void)state;
-	escape_case("all", 0, 0);
+	escape_case(slow_runner ? "setsid" : "all", 0, 0);
 }
 
 static void fork_storm(void **state)
@@ -993,7 +1107,9 @@ static void fork_storm(void **state)
 static void pid_hopping(void **state)
 {
 	(void)state;
-	if (as_user || slow_runner)
+	/* Not in the negative control: a hop chain sometimes dies on its own under the weak
+	 * build, so "it escaped" would be a flaky assertion there. */
+	if (as_user || slow_runner || expect_escape)
 		skip();
 	struct opts o = {.grace = "0.5"};
 	struct run *r = run_new("hop");
@@ -1023,18 +1139,6 @@ static long status_kib(pid_t pid, const char *field)
 		v = strtol(p + strlen(field) + 1, NULL, 10);
 	free(s);
 	return v;
-}
-
-static int is_zombie_of(pid_t pid, const char *comm)
-{
-	char path[64], want[64], *s;
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	if ((s = slurp(path, NULL)) == NULL)
-		return 0;
-	snprintf(want, sizeof want, "(%s) Z", comm);
-	int z = strstr(s, want) != NULL;
-	free(s);
-	return z;
 }
 
 static void ten_thousand_zombies(void **state)
@@ -1266,12 +1370,14 @@ static void two_runs(void **state)
 	static pid_t pids[MAX_PIDS];
 	struct opts o = {.grace = "0.5"};
 	struct run *a = run_new("two-a"), *b = run_new("two-b");
-	run_start(a, &o, 1, "escape", "all", "stay", NULL);
-	run_start(b, &o, 1, "escape", "all", "stay", NULL);
+	const char *mode = slow_runner ? "setsid" : "all"; /* see empty_env_descendant */
+	run_start(a, &o, 1, "escape", mode, "stay", NULL);
+	run_start(b, &o, 1, "escape", mode, "stay", NULL);
 	wait_ready(a, 10);
 	wait_ready(b, 10);
 	int before = scan_token(b->token, pids, MAX_PIDS);
-	assert_true(before >= 5); /* the harness and its four escapees */
+	/* the harness and its four escapees (one under QEMU) */
+	assert_true(before >= (slow_runner ? 2 : 5));
 	run_stop_and_wait(a);
 	run_finish(a);
 	expect_outcome(a, "stop", 's', SIGTERM, 128 + SIGTERM);
@@ -1403,5 +1509,7 @@ int main(void)
 	        cmocka_unit_test_teardown(oom, teardown_case),
 	        cmocka_unit_test_teardown(two_runs, teardown_case),
 	};
+	if (getenv("SBX_TEST_FILTER") != NULL) /* e.g. SBX_TEST_FILTER=exit_codes */
+		cmocka_set_test_filter(getenv("SBX_TEST_FILTER"));
 	return cmocka_run_group_tests_name("supervise", tests, setup, teardown);
 }
