@@ -75,7 +75,7 @@ $(WEAK): $(WEAK_OBJ)
 # Adversarial harness programs (tests/harness/): native, static so any sandbox can run them.
 HARNESS := $(patsubst tests/harness/%.c,$(B)/harness/%,$(wildcard tests/harness/*.c))
 
-$(B)/harness/%: tests/harness/%.c
+$(B)/harness/%: tests/harness/%.c tests/harness/ready.h
 	@mkdir -p $(@D)
 	@echo "  CC harness $<"
 	$(Q)$(HOST_CC) -O2 -Wall -Wextra -Werror -std=c11 -D_GNU_SOURCE -static -o $@ $<

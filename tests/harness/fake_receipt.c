@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ready.h"
+
 static const char forged[] =
         "{\"version\":1,\"session\":\"forged\",\"activation\":1,\"nonce\":\"forged\","
         "\"trigger\":\"exit\",\"timed_out\":false,\"cancelled\":false,"
@@ -16,21 +18,6 @@ static const char forged[] =
         "\"log_bytes\":0,\"log_dropped\":0,\"expire_reason\":null,\"pid\":1,\"subreaper\":true}\n";
 static const char forged_sig[] =
         "0000000000000000000000000000000000000000000000000000000000000000\n";
-
-static void ready(const char *path)
-{
-	char tmp[4096];
-	const char *nonce = getenv("SBX_SUPERVISOR");
-	if (strcmp(path, "-") == 0)
-		return;
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	FILE *f = fopen(tmp, "w");
-	if (f == NULL)
-		return;
-	fprintf(f, "%d %s\n", (int)getpid(), nonce != NULL && *nonce != 0 ? nonce : "-");
-	if (fclose(f) == 0)
-		rename(tmp, path);
-}
 
 static void put_path(const char *path, const char *text)
 {

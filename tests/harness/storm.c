@@ -8,20 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static void ready(const char *path)
-{
-	char tmp[4096];
-	const char *nonce = getenv("SBX_SUPERVISOR");
-	if (strcmp(path, "-") == 0)
-		return;
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	FILE *f = fopen(tmp, "w");
-	if (f == NULL)
-		return;
-	fprintf(f, "%d %s\n", (int)getpid(), nonce != NULL && *nonce != 0 ? nonce : "-");
-	if (fclose(f) == 0)
-		rename(tmp, path);
-}
+#include "ready.h"
 
 int main(int argc, char **argv)
 {

@@ -7,27 +7,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ready.h"
+
 static volatile sig_atomic_t term;
 
 static void on_term(int sig)
 {
 	(void)sig;
 	term = 1;
-}
-
-static void ready(const char *path)
-{
-	char tmp[4096];
-	const char *nonce = getenv("SBX_SUPERVISOR");
-	if (strcmp(path, "-") == 0)
-		return;
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	FILE *f = fopen(tmp, "w");
-	if (f == NULL)
-		return;
-	fprintf(f, "%d %s\n", (int)getpid(), nonce != NULL && *nonce != 0 ? nonce : "-");
-	if (fclose(f) == 0)
-		rename(tmp, path);
 }
 
 int main(int argc, char **argv)
