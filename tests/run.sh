@@ -91,6 +91,7 @@ fi
 cmocka "test_supervise (negative control, weak build)" confined env SBX_EXPECT_ESCAPE=1 \
 	"$hostdir/tests/test_supervise"
 cmocka "test_hs (SandboxSession, channel loss)" confined "$hostdir/tests/test_hs"
+one "sbx session: supervision ops as JSON lines" confined "$top/tests/session_sup.sh" "$hostdir/sbx"
 
 echo "== session integration (local, qemu:aarch64)"
 cmocka "test_session local" env SBX_TEST_RUNNER=local "$hostdir/tests/test_session"
