@@ -299,17 +299,30 @@ int sbx_run_wait(struct sbx_session *s, const char *session, const uint8_t *key,
 	memset(r, 0, sizeof *r);
 	int64_t end = timeout_s > 0 ? sbx_now_ns() + (int64_t)(timeout_s * 1e9) : INT64_MAX;
 	/* Poll: a status request is a few microseconds locally; start fast, back off to 20 ms. */
-	int64_t nap = 1000000;
+	int64_t nap = 1000000, dead_since = 0;
 	for (;;) {
 		struct sbx_run_status st;
 		if (sbx_run_status(s, session, &st, e) != 0)
 			return -1;
 		if (st.has_receipt && !st.alive)
 			return sbx_run_receipt(s, session, key, key_len, r, e);
-		if (!st.has_receipt && !st.alive && strcmp(st.state, "none") != 0 &&
-		    strcmp(st.state, "done") != 0)
-			/* It may be between writing its state and its pid; look twice. */
-			nap = nap > 5000000 ? nap : 5000000;
+		/* Gone without a receipt (killed by the harness, or the sandbox's OOM killer): once
+		 * that has held for 200 ms (a starting supervisor has written its state but not yet
+		 * taken its lock; 2 s before any state), nothing about the run is proven. */
+		if (!st.alive && !st.has_receipt) {
+			/* Before its first state write a supervisor may take a moment to start. */
+			int64_t patience = strcmp(st.state, "none") == 0 ? 2000000000 : 200000000;
+			if (dead_since == 0)
+				dead_since = sbx_now_ns();
+			else if (sbx_now_ns() - dead_since > patience)
+				return sbx_err_set(
+				        e, SBX_ETRANSFER, 0,
+				        "the supervisor of %s died without a receipt (state %s): "
+				        "nothing is proven about the run's processes",
+				        session, st.state);
+		} else {
+			dead_since = 0;
+		}
 		if (sbx_now_ns() >= end)
 			return sbx_err_set(e, SBX_EUNAVAILABLE, ETIMEDOUT,
 			                   "no receipt in %s within %.1f s (state %s)", session,

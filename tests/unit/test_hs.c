@@ -244,6 +244,30 @@ static void channel_dies_mid_run(void **state)
 	sbx_session_close(b);
 }
 
+/* A harness that kills its supervisor (it can: same uid) leaves no receipt; the wait says so
+ * instead of waiting forever or trusting anything, and cleanup is not confirmed. */
+static void supervisor_killed_by_harness(void **state)
+{
+	(void)state;
+	struct sbx_session *s = open_local();
+	char dir[PATH_MAX + 16], script[PATH_MAX + 128];
+	snprintf(dir, sizeof dir, "%s/f", base);
+	snprintf(script, sizeof script, "kill -9 $(cut -d' ' -f1 %s/supervisor.pid)", dir);
+	struct sbx_hs *hs;
+	struct sbx_err e;
+	assert_int_equal(sbx_hs_open(&hs, s, dir, &e), 0);
+	struct ctx c = {.argv = {"sh", "-c", script, NULL}, .timeout = 20};
+	assert_int_equal(sbx_hs_execute(hs, stage, collect, &c, 20, 2, &e), -1);
+	assert_int_equal(e.cls, SBX_ETRANSFER);
+	assert_non_null(strstr(e.msg, "without a receipt"));
+	struct sbx_hs_state st;
+	sbx_hs_state(hs, &st);
+	assert_false(st.cleanup_confirmed);
+	assert_int_equal(c.collected, 0); /* nothing collected from an unconfirmed run */
+	sbx_hs_free(hs);
+	sbx_session_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -251,6 +275,7 @@ int main(void)
 	        cmocka_unit_test(deadline_then_collect),
 	        cmocka_unit_test(expire_before_launch),
 	        cmocka_unit_test(channel_dies_mid_run),
+	        cmocka_unit_test(supervisor_killed_by_harness),
 	};
 	return cmocka_run_group_tests_name("harness session", tests, setup, teardown);
 }
