@@ -93,6 +93,10 @@ cmocka "test_supervise (negative control, weak build)" confined env SBX_EXPECT_E
 cmocka "test_hs (SandboxSession, channel loss)" confined "$hostdir/tests/test_hs"
 one "sbx session: supervision ops as JSON lines" confined "$top/tests/session_sup.sh" "$hostdir/sbx"
 
+echo "== transfers (groundwork)"
+one "sbx-agent pack: exact against GNU tar, reproducible, unsafe members, excludes" \
+	"$top/tests/pack_fidelity.sh" "$top/build/agent/x86_64/sbx-agent"
+
 echo "== session integration (local, qemu:aarch64)"
 cmocka "test_session local" env SBX_TEST_RUNNER=local "$hostdir/tests/test_session"
 cmocka "test_session qemu:aarch64" env SBX_TEST_RUNNER=qemu:aarch64 "$hostdir/tests/test_session"
