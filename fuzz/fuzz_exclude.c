@@ -28,7 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		__builtin_trap();
 	/* Names as they are packed: relative, no empty, "." or ".." components. */
 	int clean = name[0] != '\0' && name[0] != '/';
-	for (const char *c = name; clean && *c != '\0'; c = strchr(c, '/') ? strchr(c, '/') + 1 : "") {
+	for (const char *c = name; clean && *c != '\0';
+	     c = strchr(c, '/') ? strchr(c, '/') + 1 : "") {
 		size_t cl = strcspn(c, "/");
 		if (cl == 0 || (cl == 1 && c[0] == '.') || (cl == 2 && c[0] == '.' && c[1] == '.'))
 			clean = 0;

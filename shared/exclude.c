@@ -100,7 +100,8 @@ int sbx_exclude_match(const char *pattern, const char *name)
 	memcpy(buf, "./", 2);
 	memcpy(buf + 2, n, len + 1);
 	for (const char *s = buf;; s++) {
-		if ((s == buf || (s[-1] == '/' && *s != '/' && *s != '\0')) && match_leading(pattern, s))
+		if ((s == buf || (s[-1] == '/' && *s != '/' && *s != '\0')) &&
+		    match_leading(pattern, s))
 			return 1;
 		if (*s == '\0')
 			return 0;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # build.sh ARCH|host: builds the static libraries the agent (ARCH) or the host tools (host) link
-# against, into $SBX_CACHE/ARCH/{include,lib}: BearSSL, and for agents libarchive (tar formats,
-# no compression or crypto libraries) built with that architecture's musl compiler; for riscv64
-# musl itself first. A stamp holding a digest of the pins and these scripts makes a rebuild a
+# against, into $SBX_CACHE/ARCH/{include,lib}: BearSSL and libarchive (tar formats, no
+# compression or crypto libraries), with that architecture's musl compiler (the system
+# compiler and -fPIC for host); for riscv64 musl itself first. A stamp holding a digest of the pins and these scripts makes a rebuild a
 # no-op until one of them changes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -64,7 +64,11 @@ make -C "$out/work/bearssl" -j"$jobs" BUILD=build CC="$CC" AR="$AR" CFLAGS="$CFL
 cp "$out/work/bearssl/build/libbearssl.a" "$out/lib/"
 cp "$out/work/bearssl/inc/"*.h "$out/include/"
 
-if [ "$arch" != host ]; then
+# libarchive for every target, the host included (-fPIC there): the host unpacks what the
+# agents pack with the same pinned library.
+host_opt=()
+[ "$arch" = host ] || host_opt=(--host="$TRIPLE")
+{
 	adir=$("$here/fetch.sh" libarchive)
 	cp -a "$adir" "$out/work/libarchive"
 	(
@@ -73,7 +77,7 @@ if [ "$arch" != host ]; then
 		# iconv, which we do not use); neither changes the library, so keep the shipped
 		# generated files instead of needing autotools: make them newer than their inputs.
 		touch aclocal.m4 && sleep 1 && touch configure Makefile.in config.h.in
-		./configure --host="$TRIPLE" CC="$CC" AR="$AR" CFLAGS="$CFLAGS" \
+		./configure "${host_opt[@]}" CC="$CC" AR="$AR" CFLAGS="$CFLAGS" \
 			--disable-shared --enable-static --disable-bsdtar --disable-bsdcat --disable-bsdcpio \
 			--disable-acl --disable-xattr --without-zlib --without-bz2lib --without-libb2 \
 			--without-iconv --without-lz4 --without-zstd --without-lzma --without-cng \
@@ -82,7 +86,7 @@ if [ "$arch" != host ]; then
 	) >>"$log" 2>&1
 	cp "$out/work/libarchive/.libs/libarchive.a" "$out/lib/"
 	cp "$out/work/libarchive/libarchive/archive.h" "$out/work/libarchive/libarchive/archive_entry.h" "$out/include/"
-fi
+}
 
 rm -rf "$out/work"
 echo "$key" >"$stamp"

@@ -70,16 +70,17 @@ static void agrees_with_gnu_tar(void **state)
 		skip();
 	char dir[] = "/tmp/sbx-exclude-XXXXXX";
 	assert_non_null(mkdtemp(dir));
-	const char *files[] = {"node_modules/x.js", "a/node_modules/y", "cache/blob", "a/cache/keep",
-	                       "x.o", "a/b/y.o", "a/z.obj", "src/main.c", "ab.txt", NULL};
+	const char *files[] = {
+	        "node_modules/x.js", "a/node_modules/y", "cache/blob", "a/cache/keep", "x.o",
+	        "a/b/y.o",           "a/z.obj",          "src/main.c", "ab.txt",       NULL};
 	char cmd[1024];
 	for (int i = 0; files[i] != NULL; i++) {
-		snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s/t/%s')\" && touch '%s/t/%s'", dir,
-		         files[i], dir, files[i]);
+		snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s/t/%s')\" && touch '%s/t/%s'",
+		         dir, files[i], dir, files[i]);
 		assert_int_equal(system(cmd), 0);
 	}
-	const char *patterns[] = {"node_modules", "./cache", "*.o", "a/*.o", "?b.txt", "*cache*",
-	                          "src", NULL};
+	const char *patterns[] = {"node_modules", "./cache", "*.o", "a/*.o",
+	                          "?b.txt",       "*cache*", "src", NULL};
 	for (int p = 0; patterns[p] != NULL; p++) {
 		snprintf(cmd, sizeof cmd,
 		         "tar -C '%s/t' --exclude='%s' -cf - . | tar -tf - | grep -v '/$' | "
@@ -96,8 +97,8 @@ static void agrees_with_gnu_tar(void **state)
 			int tar_kept = strstr(kept, want) != NULL;
 			/* A file is excluded when it or any leading directory matches. */
 			if (sbx_exclude_match(patterns[p], files[i]) == tar_kept)
-				fail_msg("pattern '%s' file '%s': GNU tar %s it, sbx %s it", patterns[p],
-				         files[i], tar_kept ? "kept" : "excluded",
+				fail_msg("pattern '%s' file '%s': GNU tar %s it, sbx %s it",
+				         patterns[p], files[i], tar_kept ? "kept" : "excluded",
 				         tar_kept ? "excludes" : "keeps");
 		}
 	}

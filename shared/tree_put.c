@@ -1,0 +1,699 @@
+/* Placement of archive members under a root fd. Each member's parent is opened afresh from
+ * the root with symlinks refused (openat2, or one O_NOFOLLOW|O_DIRECTORY open per component),
+ * the final name is created relative to that parent fd, and directory metadata waits for
+ * sbx_put_finish, applied through fds so a directory swapped for a link changes nothing. */
+#include "tree_put.h"
+#include "member.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+
+/* struct open_how from linux/openat2.h; musl's headers do not carry it. */
+struct put_open_how {
+	uint64_t flags, mode, resolve;
+};
+#define PUT_RESOLVE_NO_MAGICLINKS 0x02
+#define PUT_RESOLVE_NO_SYMLINKS 0x04
+#define PUT_RESOLVE_BENEATH 0x08
+
+/* Creating or opening a name that something else keeps changing is retried this often. */
+#define PUT_TRIES 8
+
+struct deferred {
+	int fd;     /* O_RDONLY|O_DIRECTORY fd, or -1 beyond the fd budget */
+	char *name; /* normalized name: for messages, and for re-opening when fd is -1 */
+	dev_t dev;
+	ino_t ino;
+	size_t depth, seq;
+	unsigned mode;
+	long long uid, gid, sec;
+	long nsec;
+};
+
+struct sbx_put {
+	int root;
+	enum sbx_put_mode mode;
+	int walk;    /* 1: component walk; 0: openat2 */
+	int refused; /* a member was refused: finish applies nothing */
+	struct deferred *dirs;
+	size_t ndirs, capdirs, kept, max_kept, seq;
+	int file_fd; /* the open file member, or -1 */
+	char *file_name;
+	unsigned file_mode;
+	long long file_uid, file_gid, file_sec;
+	long file_nsec;
+};
+
+/* A name fit for a message: control bytes become '?', long names are cut. */
+static const char *show(const char *s, char *buf, size_t cap)
+{
+	size_t n = 0;
+	for (; s[n] != '\0' && n + 4 < cap; n++) {
+		unsigned char c = (unsigned char)s[n];
+		buf[n] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+	}
+	if (s[n] != '\0') {
+		memcpy(buf + n, "...", 3);
+		n += 3;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+/* Records a refusal of member raw: "member RAW: RULE". */
+static int refuse(struct sbx_put *p, struct sbx_err *e, int errnum, const char *raw,
+                  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static int refuse(struct sbx_put *p, struct sbx_err *e, int errnum, const char *raw,
+                  const char *fmt, ...)
+{
+	char rule[200];
+	char name[80];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(rule, sizeof rule, fmt, ap);
+	va_end(ap);
+	p->refused = 1;
+	return sbx_err_set(e, SBX_ETRANSFER, errnum, "member %s: %s", show(raw, name, sizeof name),
+	                   rule);
+}
+
+static int sys_openat2(int dfd, const char *path, uint64_t flags)
+{
+	struct put_open_how how = {
+	        .flags = flags,
+	        .resolve =
+	                PUT_RESOLVE_BENEATH | PUT_RESOLVE_NO_SYMLINKS | PUT_RESOLVE_NO_MAGICLINKS,
+	};
+	for (int i = 0; i < 64; i++) {
+		long r = syscall(SYS_openat2, dfd, path, &how, sizeof how);
+		if (r >= 0)
+			return (int)r;
+		if (errno != EAGAIN)
+			return -1;
+	}
+	return -1;
+}
+
+/* openat2 missing (old kernel) or filtered (seccomp): the component walk takes over. */
+static int no_openat2(int err)
+{
+	return err == ENOSYS || err == EPERM || err == E2BIG;
+}
+
+/* Opens the directory comp (one component) under dfd; never follows a symlink: with
+ * O_NOFOLLOW|O_DIRECTORY a symlink fails with ENOTDIR or ELOOP. how is O_PATH or O_RDONLY. */
+static int open_dir(struct sbx_put *p, int dfd, const char *comp, int how)
+{
+	int flags = how | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+	if (!p->walk) {
+		int fd = sys_openat2(dfd, comp, (uint64_t)flags);
+		if (fd >= 0 || !no_openat2(errno))
+			return fd;
+		p->walk = 1;
+	}
+	return openat(dfd, comp, flags);
+}
+
+static void close_dir(struct sbx_put *p, int fd)
+{
+	if (fd >= 0 && fd != p->root)
+		close(fd);
+}
+
+/* One step of the walk: opens comp under dfd as a directory, creating it (0755) when missing
+ * and create is set. what prefixes messages ("" or "hard-link target "). */
+static int step(struct sbx_put *p, int dfd, const char *comp, int create, const char *raw,
+                const char *what, struct sbx_err *e)
+{
+	char c[80];
+	for (int tries = 0; tries < PUT_TRIES; tries++) {
+		int fd = open_dir(p, dfd, comp, O_PATH);
+		if (fd >= 0)
+			return fd;
+		int err = errno;
+		if (err == ENOENT && create) {
+			if (mkdirat(dfd, comp, 0700) != 0) {
+				if (errno == EEXIST)
+					continue;
+				return refuse(p, e, errno, raw, "cannot create directory %s",
+				              show(comp, c, sizeof c));
+			}
+			/* mkdirat's mode passes through the umask: set 0755 through an fd. */
+			fd = open_dir(p, dfd, comp, O_RDONLY);
+			if (fd < 0)
+				continue;
+			if (fchmod(fd, 0755) != 0) {
+				err = errno;
+				close(fd);
+				return refuse(p, e, err, raw, "cannot set the mode of %s",
+				              show(comp, c, sizeof c));
+			}
+			return fd;
+		}
+		if (err == ENOENT)
+			return refuse(p, e, 0, raw, "%spath component %s does not exist", what,
+			              show(comp, c, sizeof c));
+		if (err == ENOTDIR || err == ELOOP || err == EXDEV) {
+			struct stat st;
+			if (fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW) != 0)
+				continue;
+			if (S_ISLNK(st.st_mode))
+				return refuse(p, e, 0, raw,
+				              "%spath component %s is a symlink (never followed)",
+				              what, show(comp, c, sizeof c));
+			if (!S_ISDIR(st.st_mode))
+				return refuse(p, e, 0, raw,
+				              "%spath component %s is not a directory", what,
+				              show(comp, c, sizeof c));
+			continue;
+		}
+		return refuse(p, e, err, raw, "%scannot open path component %s", what,
+		              show(comp, c, sizeof c));
+	}
+	return refuse(p, e, 0, raw, "%spath component %s keeps changing", what,
+	              show(comp, c, sizeof c));
+}
+
+/* Opens the directory holding the last component of norm (a normalized member name; it is
+ * modified while walking and restored). *dfd may be p->root (close with close_dir); *base
+ * points into norm. Works component by component past PATH_MAX. */
+static int open_parent(struct sbx_put *p, char *norm, int create, const char *raw, const char *what,
+                       int *dfd, const char **base, struct sbx_err *e)
+{
+	char *slash = strrchr(norm, '/');
+	if (slash == NULL) {
+		*dfd = p->root;
+		*base = norm;
+		return 0;
+	}
+	*base = slash + 1;
+	if (!p->walk) {
+		*slash = '\0';
+		int fd = sys_openat2(p->root, norm, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int err = errno;
+		*slash = '/';
+		if (fd >= 0) {
+			*dfd = fd;
+			return 0;
+		}
+		if (no_openat2(err))
+			p->walk = 1;
+		/* Otherwise a missing directory, a symlink, or a path past PATH_MAX: the walk
+		 * creates the first and names the second precisely. */
+	}
+	int cur = p->root;
+	char *c = norm;
+	while (c < slash) {
+		char *end = strchr(c, '/');
+		*end = '\0';
+		int fd = step(p, cur, c, create, raw, what, e);
+		*end = '/';
+		close_dir(p, cur);
+		if (fd < 0)
+			return -1;
+		cur = fd;
+		c = end + 1;
+	}
+	*dfd = cur;
+	return 0;
+}
+
+static const char *kind_name(int type)
+{
+	switch (type) {
+	case 'f':
+		return "file";
+	case 'd':
+		return "directory";
+	case 'l':
+		return "symlink";
+	default:
+		return "hard link";
+	}
+}
+
+/* Makes room for a new entry named base under dfd: nothing there is fine (0); a directory
+ * stays for a directory member (1, merge); a symlink or file goes (unlinked, never followed);
+ * anything else over a directory, or a directory over a non-symlink, is refused. */
+static int clear_slot(struct sbx_put *p, int dfd, const char *base, int type, const char *raw,
+                      struct sbx_err *e)
+{
+	struct stat st;
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		if (errno == ENOENT)
+			return 0;
+		return refuse(p, e, errno, raw, "cannot inspect the existing entry");
+	}
+	if (S_ISDIR(st.st_mode)) {
+		if (type == 'd')
+			return 1;
+		return refuse(p, e, 0, raw, "a %s cannot replace a directory", kind_name(type));
+	}
+	if (type == 'd' && !S_ISLNK(st.st_mode))
+		return refuse(p, e, 0, raw, "a directory cannot replace a file");
+	if (unlinkat(dfd, base, 0) != 0 && errno != ENOENT)
+		return refuse(p, e, errno, raw, "cannot replace the existing entry");
+	return 0;
+}
+
+static struct timespec mtime_of(long long sec, long nsec)
+{
+	struct timespec ts = {.tv_sec = (time_t)sec, .tv_nsec = nsec};
+	if (nsec < 0 || nsec >= 1000000000L)
+		ts.tv_nsec = 0;
+	return ts;
+}
+
+/* Host modes: no set-id, no group/other write; directories keep u+rwx. */
+static mode_t host_mode(unsigned mode, int dir)
+{
+	mode_t m = (mode_t)(mode & 07777u & ~06000u & ~022u);
+	return dir ? (m | 0700) : m;
+}
+
+/* Owner (sandbox), then mode, then mtime, through fd. */
+static int apply_meta(struct sbx_put *p, int fd, int dir, unsigned mode, long long uid,
+                      long long gid, long long sec, long nsec, const char *raw, struct sbx_err *e)
+{
+	mode_t m;
+	if (p->mode == SBX_PUT_SANDBOX) {
+		if (fchown(fd, (uid_t)uid, (gid_t)gid) != 0)
+			return refuse(p, e, errno, raw, "cannot set owner %lld:%lld", uid, gid);
+		m = (mode_t)(mode & 07777u);
+	} else {
+		m = host_mode(mode, dir);
+	}
+	if (fchmod(fd, m) != 0)
+		return refuse(p, e, errno, raw, "cannot set mode %04o", (unsigned)m);
+	struct timespec ts[2] = {{.tv_sec = 0, .tv_nsec = UTIME_OMIT}, mtime_of(sec, nsec)};
+	if (futimens(fd, ts) != 0)
+		return refuse(p, e, errno, raw, "cannot set mtime");
+	return 0;
+}
+
+int sbx_put_open(struct sbx_put **out, int root_fd, enum sbx_put_mode mode, int force_walk,
+                 struct sbx_err *e)
+{
+	*out = NULL;
+	if (mode != SBX_PUT_SANDBOX && mode != SBX_PUT_DATA && mode != SBX_PUT_KEEP)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "tree_put: unknown mode %d", (int)mode);
+	struct stat st;
+	if (fstat(root_fd, &st) != 0 || !S_ISDIR(st.st_mode))
+		return sbx_err_set(e, SBX_EUSAGE, 0, "tree_put: the root is not a directory fd");
+	struct sbx_put *p = calloc(1, sizeof *p);
+	if (p == NULL)
+		return sbx_err_set(e, SBX_ETRANSFER, ENOMEM, "tree_put");
+	p->root = fcntl(root_fd, F_DUPFD_CLOEXEC, 0);
+	if (p->root < 0) {
+		int err = errno;
+		free(p);
+		return sbx_err_set(e, SBX_ETRANSFER, err, "tree_put: dup of the root fd");
+	}
+	p->mode = mode;
+	p->walk = force_walk != 0;
+	p->file_fd = -1;
+	struct rlimit rl;
+	rlim_t lim = 1024;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		lim = rl.rlim_cur == RLIM_INFINITY ? 65536 : rl.rlim_cur;
+	p->max_kept = lim > 64 ? (size_t)(lim / 2) : 8;
+	*out = p;
+	return 0;
+}
+
+static int count_depth(const char *norm)
+{
+	int d = 1;
+	for (const char *s = norm; *s != '\0'; s++)
+		d += *s == '/';
+	return d;
+}
+
+/* Keeps fd (an O_RDONLY directory) for sbx_put_finish, or past the fd budget its name and
+ * identity. Consumes fd. */
+static int defer_dir(struct sbx_put *p, int fd, const char *norm, const struct sbx_put_member *m,
+                     struct sbx_err *e)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		int err = errno;
+		close(fd);
+		return refuse(p, e, err, m->name, "cannot inspect the directory");
+	}
+	if (p->ndirs == p->capdirs) {
+		size_t n = p->capdirs ? p->capdirs * 2 : 32;
+		struct deferred *d = realloc(p->dirs, n * sizeof *d);
+		if (d == NULL) {
+			close(fd);
+			return refuse(p, e, ENOMEM, m->name, "cannot defer the directory mode");
+		}
+		p->dirs = d;
+		p->capdirs = n;
+	}
+	struct deferred *d = &p->dirs[p->ndirs];
+	*d = (struct deferred){.fd = fd,
+	                       .dev = st.st_dev,
+	                       .ino = st.st_ino,
+	                       .depth = (size_t)count_depth(norm),
+	                       .seq = p->seq++,
+	                       .mode = m->mode,
+	                       .uid = m->uid,
+	                       .gid = m->gid,
+	                       .sec = m->mtime_sec,
+	                       .nsec = m->mtime_nsec};
+	d->name = strdup(norm);
+	if (d->name == NULL) {
+		close(fd);
+		return refuse(p, e, ENOMEM, m->name, "cannot defer the directory mode");
+	}
+	p->ndirs++;
+	if (p->kept >= p->max_kept) {
+		close(fd);
+		d->fd = -1;
+	} else {
+		p->kept++;
+	}
+	return 0;
+}
+
+static int put_dir(struct sbx_put *p, int dfd, const char *base, const char *norm,
+                   const struct sbx_put_member *m, struct sbx_err *e)
+{
+	for (int tries = 0; tries < PUT_TRIES; tries++) {
+		int r = clear_slot(p, dfd, base, 'd', m->name, e);
+		if (r < 0)
+			return -1;
+		if (r == 0 && mkdirat(dfd, base, 0700) != 0) {
+			if (errno == EEXIST)
+				continue;
+			return refuse(p, e, errno, m->name, "cannot create the directory");
+		}
+		int fd = open_dir(p, dfd, base, O_RDONLY);
+		if (fd < 0) {
+			if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EXDEV)
+				continue;
+			return refuse(p, e, errno, m->name, "cannot open the directory");
+		}
+		return defer_dir(p, fd, norm, m, e);
+	}
+	return refuse(p, e, 0, m->name, "the entry keeps changing");
+}
+
+static int put_file(struct sbx_put *p, int dfd, const char *base, const struct sbx_put_member *m,
+                    int *out, struct sbx_err *e)
+{
+	for (int tries = 0; tries < PUT_TRIES; tries++) {
+		if (clear_slot(p, dfd, base, 'f', m->name, e) < 0)
+			return -1;
+		int fd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		                0600);
+		if (fd < 0) {
+			if (errno == EEXIST)
+				continue;
+			return refuse(p, e, errno, m->name, "cannot create the file");
+		}
+		p->file_name = strdup(m->name);
+		if (p->file_name == NULL) {
+			close(fd);
+			return refuse(p, e, ENOMEM, m->name, "out of memory");
+		}
+		p->file_fd = fd;
+		p->file_mode = m->mode;
+		p->file_uid = m->uid;
+		p->file_gid = m->gid;
+		p->file_sec = m->mtime_sec;
+		p->file_nsec = m->mtime_nsec;
+		*out = fd;
+		return 0;
+	}
+	return refuse(p, e, 0, m->name, "the entry keeps changing");
+}
+
+static int put_symlink(struct sbx_put *p, int dfd, const char *base, const char *norm,
+                       const struct sbx_put_member *m, struct sbx_err *e)
+{
+	char t[80];
+	if (m->link == NULL || m->link[0] == '\0')
+		return refuse(p, e, 0, m->name, "empty symlink target");
+	if (p->mode == SBX_PUT_DATA && !sbx_member_link_inside(norm, m->link))
+		return refuse(p, e, 0, m->name, "symlink target %s leaves the root",
+		              show(m->link, t, sizeof t));
+	for (int tries = 0; tries < PUT_TRIES; tries++) {
+		if (clear_slot(p, dfd, base, 'l', m->name, e) < 0)
+			return -1;
+		if (symlinkat(m->link, dfd, base) != 0) {
+			if (errno == EEXIST)
+				continue;
+			return refuse(p, e, errno, m->name, "cannot create the symlink");
+		}
+		if (p->mode == SBX_PUT_SANDBOX &&
+		    fchownat(dfd, base, (uid_t)m->uid, (gid_t)m->gid, AT_SYMLINK_NOFOLLOW) != 0)
+			return refuse(p, e, errno, m->name, "cannot set owner %lld:%lld", m->uid,
+			              m->gid);
+		struct timespec ts[2] = {{.tv_sec = 0, .tv_nsec = UTIME_OMIT},
+		                         mtime_of(m->mtime_sec, m->mtime_nsec)};
+		if (utimensat(dfd, base, ts, AT_SYMLINK_NOFOLLOW) != 0)
+			return refuse(p, e, errno, m->name, "cannot set the symlink's mtime");
+		return 0;
+	}
+	return refuse(p, e, 0, m->name, "the entry keeps changing");
+}
+
+static int put_hardlink(struct sbx_put *p, int dfd, const char *base, const char *norm,
+                        const struct sbx_put_member *m, struct sbx_err *e)
+{
+	const char *why;
+	char t[80];
+	if (m->link == NULL)
+		return refuse(p, e, 0, m->name, "hard link without a target");
+	size_t len = strlen(m->link);
+	char *target = malloc(len + 1);
+	if (target == NULL)
+		return refuse(p, e, ENOMEM, m->name, "hard link");
+	if (sbx_member_name(m->link, target, len + 1, &why) != 0) {
+		refuse(p, e, 0, m->name, "hard-link target %s: %s", show(m->link, t, sizeof t),
+		       why);
+		free(target);
+		return -1;
+	}
+	if (strcmp(target, norm) == 0) {
+		free(target);
+		return refuse(p, e, 0, m->name, "hard link to itself");
+	}
+	int tdfd;
+	const char *tbase;
+	if (open_parent(p, target, 0, m->name, "hard-link target ", &tdfd, &tbase, e) != 0) {
+		free(target);
+		return -1;
+	}
+	int rc = -1;
+	struct stat st;
+	if (fstatat(tdfd, tbase, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		refuse(p, e, errno == ENOENT ? 0 : errno, m->name, "hard-link target %s %s",
+		       show(m->link, t, sizeof t),
+		       errno == ENOENT ? "does not exist" : "cannot be inspected");
+		goto out;
+	}
+	/* A symlink inside the root is linked as itself (linkat without AT_SYMLINK_FOLLOW). */
+	if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+		refuse(p, e, 0, m->name, "hard-link target %s is not a regular file",
+		       show(m->link, t, sizeof t));
+		goto out;
+	}
+	for (int tries = 0; tries < PUT_TRIES; tries++) {
+		if (clear_slot(p, dfd, base, 'h', m->name, e) < 0)
+			goto out;
+		if (linkat(tdfd, tbase, dfd, base, 0) == 0) {
+			rc = 0;
+			goto out;
+		}
+		if (errno != EEXIST) {
+			refuse(p, e, errno, m->name, "cannot link to %s",
+			       show(m->link, t, sizeof t));
+			goto out;
+		}
+	}
+	refuse(p, e, 0, m->name, "the entry keeps changing");
+out:
+	close_dir(p, tdfd);
+	free(target);
+	return rc;
+}
+
+static int valid_id(long long id)
+{
+	return id >= 0 && id < 0xffffffffLL && (long long)(uid_t)id == id &&
+	       (long long)(gid_t)id == id;
+}
+
+static size_t longest_comp(const char *norm)
+{
+	size_t best = 0;
+	while (*norm != '\0') {
+		size_t n = strcspn(norm, "/");
+		best = n > best ? n : best;
+		norm += n + (norm[n] == '/');
+	}
+	return best;
+}
+
+int sbx_put_begin(struct sbx_put *p, const struct sbx_put_member *m, int *fd, struct sbx_err *e)
+{
+	if (fd != NULL)
+		*fd = -1;
+	if (p == NULL || m == NULL || m->name == NULL || fd == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "sbx_put_begin: missing argument");
+	if (p->file_fd >= 0)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "sbx_put_begin: a file member is still open");
+	int t = m->type;
+	if (t != 'f' && t != 'd' && t != 'l' && t != 'h') {
+		/* FIFOs, devices, sockets and anything unknown, in every mode. */
+		if (t > 0x20 && t < 0x7f)
+			return refuse(p, e, 0, m->name, "type '%c' is not allowed", t);
+		return refuse(p, e, 0, m->name, "type %d is not allowed", t);
+	}
+	if (t == 'd' && sbx_member_is_root(m->name))
+		return 0; /* "./": the root's own mode and owner are not the archive's to set */
+	size_t len = strlen(m->name);
+	char *norm = malloc(len + 1);
+	if (norm == NULL)
+		return refuse(p, e, ENOMEM, m->name, "out of memory");
+	const char *why;
+	int rc = -1;
+	int dfd = -1;
+	const char *base;
+	if (sbx_member_name(m->name, norm, len + 1, &why) != 0) {
+		refuse(p, e, 0, m->name, "%s", why);
+		goto out;
+	}
+	if (longest_comp(norm) > NAME_MAX) {
+		refuse(p, e, 0, m->name, "a path component is longer than %d bytes", NAME_MAX);
+		goto out;
+	}
+	if (p->mode == SBX_PUT_SANDBOX && (!valid_id(m->uid) || !valid_id(m->gid))) {
+		refuse(p, e, 0, m->name, "owner %lld:%lld out of range", m->uid, m->gid);
+		goto out;
+	}
+	if (open_parent(p, norm, 1, m->name, "", &dfd, &base, e) != 0)
+		goto out;
+	switch (t) {
+	case 'f':
+		rc = put_file(p, dfd, base, m, fd, e);
+		break;
+	case 'd':
+		rc = put_dir(p, dfd, base, norm, m, e);
+		break;
+	case 'l':
+		rc = put_symlink(p, dfd, base, norm, m, e);
+		break;
+	default:
+		rc = put_hardlink(p, dfd, base, norm, m, e);
+		break;
+	}
+	close_dir(p, dfd);
+out:
+	free(norm);
+	return rc;
+}
+
+int sbx_put_end_file(struct sbx_put *p, int fd, struct sbx_err *e)
+{
+	if (p == NULL || fd < 0 || fd != p->file_fd) {
+		if (fd >= 0)
+			close(fd);
+		return sbx_err_set(e, SBX_EUSAGE, 0, "sbx_put_end_file: not the open file member");
+	}
+	p->file_fd = -1;
+	int rc = apply_meta(p, fd, 0, p->file_mode, p->file_uid, p->file_gid, p->file_sec,
+	                    p->file_nsec, p->file_name, e);
+	if (close(fd) != 0 && rc == 0)
+		rc = refuse(p, e, errno, p->file_name, "close");
+	free(p->file_name);
+	p->file_name = NULL;
+	return rc;
+}
+
+static int deeper_first(const void *a, const void *b)
+{
+	const struct deferred *x = a;
+	const struct deferred *y = b;
+	if (x->depth != y->depth)
+		return x->depth > y->depth ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Re-opens a directory beyond the fd budget by the safe walk; it must be the one placed. */
+static int reopen_dir(struct sbx_put *p, struct deferred *d, struct sbx_err *e)
+{
+	int dfd;
+	const char *base;
+	if (open_parent(p, d->name, 0, d->name, "", &dfd, &base, e) != 0)
+		return -1;
+	int fd = open_dir(p, dfd, base, O_RDONLY);
+	int err = errno;
+	close_dir(p, dfd);
+	struct stat st;
+	if (fd < 0)
+		return refuse(p, e, err, d->name, "the directory cannot be re-opened");
+	if (fstat(fd, &st) != 0 || st.st_dev != d->dev || st.st_ino != d->ino) {
+		close(fd);
+		return refuse(p, e, 0, d->name, "the directory was replaced during extraction");
+	}
+	return fd;
+}
+
+int sbx_put_finish(struct sbx_put *p, struct sbx_err *e)
+{
+	if (p == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "sbx_put_finish: no placement");
+	if (p->file_fd >= 0)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "sbx_put_finish: a file member is still open");
+	if (p->refused)
+		return sbx_err_set(e, SBX_ETRANSFER, 0,
+		                   "a member was refused: directory modes not applied");
+	qsort(p->dirs, p->ndirs, sizeof *p->dirs, deeper_first);
+	for (size_t i = 0; i < p->ndirs; i++) {
+		struct deferred *d = &p->dirs[i];
+		int fd = d->fd >= 0 ? d->fd : reopen_dir(p, d, e);
+		if (fd < 0)
+			return -1;
+		int rc = apply_meta(p, fd, 1, d->mode, d->uid, d->gid, d->sec, d->nsec, d->name, e);
+		if (d->fd < 0)
+			close(fd);
+		if (rc != 0)
+			return -1;
+	}
+	return 0;
+}
+
+void sbx_put_free(struct sbx_put *p)
+{
+	if (p == NULL)
+		return;
+	for (size_t i = 0; i < p->ndirs; i++) {
+		if (p->dirs[i].fd >= 0)
+			close(p->dirs[i].fd);
+		free(p->dirs[i].name);
+	}
+	free(p->dirs);
+	if (p->file_fd >= 0)
+		close(p->file_fd);
+	free(p->file_name);
+	close(p->root);
+	free(p);
+}
