@@ -14,12 +14,10 @@
 #include <unistd.h>
 
 #include "msg.h"
+#include "pathexec.h"
 #include "proto.h"
 
 extern char **environ;
-
-/* What a fresh login would search when the request's environment has no PATH. */
-#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 static int push(char ***list, size_t *n, char *s)
 {
@@ -186,15 +184,6 @@ fail:
 	return NULL;
 }
 
-static const char *env_get(char **env, const char *key)
-{
-	size_t k = strlen(key);
-	for (char **p = env; *p != NULL; p++)
-		if (strncmp(*p, key, k) == 0 && (*p)[k] == '=')
-			return *p + k + 1;
-	return NULL;
-}
-
 /* Status records the child writes before exec: a user-switch fallback, or the failure. */
 struct rec {
 	char kind;  /* 'F' fallback, 'E' failed */
@@ -247,36 +236,7 @@ static void child(const struct sbx_exec_req *r, char **env, int fds[3], int stat
 		send_rec(status_fd, 'E', 'c', errno);
 		_exit(126);
 	}
-	const char *file = r->argv[0];
-	int err = ENOENT;
-	if (strchr(file, '/') != NULL) {
-		execve(file, r->argv, env);
-		err = errno;
-	} else {
-		const char *path = env_get(env, "PATH");
-		if (path == NULL)
-			path = DEFAULT_PATH;
-		int saw_eacces = 0;
-		char buf[4096];
-		for (const char *p = path;; p++) {
-			const char *end = strchr(p, ':');
-			size_t dl = end ? (size_t)(end - p) : strlen(p);
-			if (dl == 0)
-				snprintf(buf, sizeof buf, "%s", file);
-			else
-				snprintf(buf, sizeof buf, "%.*s/%s", (int)dl, p, file);
-			execve(buf, r->argv, env);
-			if (errno == EACCES)
-				saw_eacces = 1;
-			else if (errno != ENOENT && errno != ENOTDIR)
-				err = errno;
-			if (end == NULL)
-				break;
-			p = end;
-		}
-		if (saw_eacces && err == ENOENT)
-			err = EACCES;
-	}
+	int err = sbx_pathexec(r->argv, env);
 	send_rec(status_fd, 'E', 'x', err);
 	_exit(err == ENOENT ? 127 : 126);
 }

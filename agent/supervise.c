@@ -30,6 +30,7 @@
 #include "digest.h"
 #include "killtree.h"
 #include "oom.h"
+#include "pathexec.h"
 #include "receipt.h"
 
 #ifndef SYS_pidfd_open
@@ -47,7 +48,6 @@
 #define WEAK 0
 #endif
 
-#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define DEFAULT_GRACE_MS 5000
 #define DEFAULT_LOG_MAX (16 << 20)
 #define NOTE_ROOM 1024 /* of log_max kept for [sbx] notes once output is dropped */
@@ -712,15 +712,6 @@ static void send_rec(int fd, char stage, int err)
 	while (n < 0 && errno == EINTR);
 }
 
-static const char *env_get(char **env, const char *key)
-{
-	size_t k = strlen(key);
-	for (char **p = env; *p != NULL; p++)
-		if (strncmp(*p, key, k) == 0 && (*p)[k] == '=')
-			return *p + k + 1;
-	return NULL;
-}
-
 /* In the child after fork: never returns. */
 static void child(const struct sup *s, const struct launch *l)
 {
@@ -759,31 +750,7 @@ static void child(const struct sup *s, const struct launch *l)
 		send_rec(l->st_w, 'c', errno);
 		_exit(126);
 	}
-	char **argv = s->o->argv;
-	int err = ENOENT;
-	if (strchr(argv[0], '/') != NULL) {
-		execve(argv[0], argv, l->env);
-		err = errno;
-	} else {
-		const char *path = env_get(l->env, "PATH");
-		int saw_eacces = 0;
-		char buf[4096];
-		for (const char *p = path != NULL ? path : DEFAULT_PATH;; p++) {
-			const char *end = strchr(p, ':');
-			int dl = end != NULL ? (int)(end - p) : (int)strlen(p);
-			snprintf(buf, sizeof buf, "%.*s%s%s", dl, p, dl ? "/" : "", argv[0]);
-			execve(buf, argv, l->env);
-			if (errno == EACCES)
-				saw_eacces = 1;
-			else if (errno != ENOENT && errno != ENOTDIR)
-				err = errno;
-			if (end == NULL)
-				break;
-			p = end;
-		}
-		if (saw_eacces && err == ENOENT)
-			err = EACCES;
-	}
+	int err = sbx_pathexec(s->o->argv, l->env);
 	send_rec(l->st_w, 'x', err);
 	_exit(err == ENOENT ? 127 : 126);
 }
