@@ -666,7 +666,8 @@ int sbx_put_finish(struct sbx_put *p, struct sbx_err *e)
 	if (p->refused)
 		return sbx_err_set(e, SBX_ETRANSFER, 0,
 		                   "a member was refused: directory modes not applied");
-	qsort(p->dirs, p->ndirs, sizeof *p->dirs, deeper_first);
+	if (p->ndirs > 0) /* qsort's array may not be NULL, even when empty */
+		qsort(p->dirs, p->ndirs, sizeof *p->dirs, deeper_first);
 	for (size_t i = 0; i < p->ndirs; i++) {
 		struct deferred *d = &p->dirs[i];
 		int fd = d->fd >= 0 ? d->fd : reopen_dir(p, d, e);
