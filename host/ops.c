@@ -41,19 +41,27 @@ static char *field_dup(const struct sbx_field *f)
 	return s;
 }
 
-int sbx_kind(struct sbx_session *s, const char *path, enum sbx_kind *out, struct sbx_err *e)
+/* A request naming one path (kind, resolve); on success *out holds the answered stream. */
+static int call_path(struct sbx_session *s, int op, const char *path, struct sbx_stream **out,
+                     struct sbx_err *e)
 {
 	struct sbx_msgw w;
 	uint8_t *b = sbx_req_buf(64 + strlen(path), &w, e);
 	if (b == NULL)
 		return -1;
-	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_KIND);
+	sbx_msgw_i64(&w, SBX_T_OP, op);
 	sbx_msgw_str(&w, SBX_T_PATH, path);
-	struct sbx_stream *p;
-	int rc = sbx_call(s, &w, &p, e);
+	int rc = sbx_call(s, &w, out, e);
 	free(b);
-	if (rc != 0)
+	return rc;
+}
+
+int sbx_kind(struct sbx_session *s, const char *path, enum sbx_kind *out, struct sbx_err *e)
+{
+	struct sbx_stream *p;
+	if (call_path(s, SBX_OP_KIND, path, &p, e) != 0)
 		return -1;
+	int rc;
 	struct sbx_field f;
 	char kind[16];
 	rc = sbx_msg_find(p->resp, p->resp_len, SBX_T_KIND, &f) == 1 &&
@@ -190,17 +198,10 @@ fail:
 int sbx_resolve(struct sbx_session *s, const char *path, char **out, struct sbx_err *e)
 {
 	*out = NULL;
-	struct sbx_msgw w;
-	uint8_t *b = sbx_req_buf(64 + strlen(path), &w, e);
-	if (b == NULL)
-		return -1;
-	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_RESOLVE);
-	sbx_msgw_str(&w, SBX_T_PATH, path);
 	struct sbx_stream *p;
-	int rc = sbx_call(s, &w, &p, e);
-	free(b);
-	if (rc != 0)
+	if (call_path(s, SBX_OP_RESOLVE, path, &p, e) != 0)
 		return -1;
+	int rc = 0;
 	struct sbx_field f;
 	if (sbx_msg_find(p->resp, p->resp_len, SBX_T_PHYSICAL, &f) == 1)
 		*out = field_dup(&f);
