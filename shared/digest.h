@@ -1,5 +1,6 @@
-/* SHA-256 and HMAC-SHA256 over BearSSL, the digests every transfer and receipt carries.
- * Streaming contexts are plain structs the caller owns; nothing allocates. */
+/* SHA-256 and HMAC-SHA256, the digests every transfer and receipt carries: SHA-256 on the x86
+ * SHA extensions where the CPU has them, BearSSL otherwise and for HMAC. Streaming contexts are
+ * plain structs the caller owns; nothing allocates. */
 #ifndef SBX_DIGEST_H
 #define SBX_DIGEST_H
 
@@ -12,12 +13,23 @@
 #define SBX_SHA256_LEN 32
 #define SBX_SHA256_HEX_LEN 65 /* 64 hex digits and a NUL */
 
+/* A context remembers at init which code hashes it, so it stays consistent whatever
+ * sbx_sha256_force_portable() does afterwards. The fields are private to digest.c. */
 struct sbx_sha256 {
-	br_sha256_context ctx;
+	int fast;
+	union {
+		br_sha256_context br;
+		struct {
+			uint32_t h[8];
+			uint8_t buf[64];
+			uint64_t len; /* bytes hashed so far */
+		} own;
+	} u;
 };
 
 void sbx_sha256_init(struct sbx_sha256 *s);
 void sbx_sha256_update(struct sbx_sha256 *s, const void *data, size_t len);
+/* Writes the digest of the bytes so far; s is left as it was, so updates may go on. */
 void sbx_sha256_final(const struct sbx_sha256 *s, uint8_t out[SBX_SHA256_LEN]);
 
 /* One-shot SHA-256 of a buffer. */
@@ -35,6 +47,12 @@ void sbx_hmac_final(struct sbx_hmac *h, uint8_t out[SBX_SHA256_LEN]);
 /* One-shot HMAC-SHA256. */
 void sbx_hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
                      uint8_t out[SBX_SHA256_LEN]);
+
+/* For tests and benches: on != 0 sends contexts initialised from now on to BearSSL's portable
+ * code; on == 0 lets them take the fastest path the CPU allows again. sbx_sha256_is_fast()
+ * says which path the next sbx_sha256_init() takes (1: SHA extensions). */
+void sbx_sha256_force_portable(int on);
+int sbx_sha256_is_fast(void);
 
 /* Lower-case hex of n bytes into out (2n+1 bytes, NUL-terminated). */
 void sbx_hex(const uint8_t *bytes, size_t n, char *out);

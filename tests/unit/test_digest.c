@@ -1,12 +1,15 @@
 /* Known-answer tests for shared/digest.c on the host (the agent runs the same vectors in its
- * selftest on every architecture). */
+ * selftest on every architecture), and the SHA-NI path against BearSSL's portable code. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
+
+#include <bearssl_hash.h>
 
 #include "digest.h"
 
@@ -47,6 +50,159 @@ static void sha256_streaming_splits(void **state)
 		sbx_sha256_final(&s, got);
 		assert_memory_equal(got, want, SBX_SHA256_LEN);
 	}
+}
+
+/* splitmix64: a seeded, reproducible stream for the random cases. */
+static uint64_t next_rand(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15u);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+	return z ^ (z >> 31);
+}
+
+static void digest_in_pieces(const uint8_t *p, size_t len, size_t piece, uint8_t out[32])
+{
+	struct sbx_sha256 s;
+	sbx_sha256_init(&s);
+	while (len > 0) {
+		size_t n = len < piece ? len : piece;
+		sbx_sha256_update(&s, p, n);
+		p += n;
+		len -= n;
+	}
+	sbx_sha256_final(&s, out);
+}
+
+/* FIPS 180-2 appendix B (and its 896-bit example from the NIST examples), through whichever
+ * path new contexts take now, one-shot and in pieces that straddle block boundaries. */
+static void check_fips_vectors(void)
+{
+	static const struct {
+		const char *msg;
+		size_t len;
+		const char *hex;
+	} v[] = {
+	        {"", 0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+	        {"abc", 3, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+	        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56,
+	         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
+	        {"abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmn"
+	         "hijklmnoijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
+	         112, "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1"},
+	};
+	uint8_t d[SBX_SHA256_LEN];
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		assert_int_equal(strlen(v[i].msg), v[i].len);
+		sbx_sha256(v[i].msg, v[i].len, d);
+		assert_hex(d, v[i].hex);
+		for (size_t piece = 1; piece <= 65; piece += 4) {
+			digest_in_pieces((const uint8_t *)v[i].msg, v[i].len, piece, d);
+			assert_hex(d, v[i].hex);
+		}
+	}
+	uint8_t *a = malloc(1000000);
+	assert_non_null(a);
+	memset(a, 'a', 1000000);
+	sbx_sha256(a, 1000000, d);
+	assert_hex(d, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+	digest_in_pieces(a, 1000000, 997, d);
+	assert_hex(d, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+	free(a);
+}
+
+/* Random lengths 0..10000 cut at random points into up to eight updates, against BearSSL's
+ * br_sha256 fed the whole buffer at once. */
+static void check_random_against_bearssl(uint64_t seed, int cases)
+{
+	enum { MAXLEN = 10000 };
+	uint8_t *buf = malloc(MAXLEN);
+	assert_non_null(buf);
+	for (int c = 0; c < cases; c++) {
+		size_t len = (size_t)(next_rand(&seed) % (MAXLEN + 1));
+		for (size_t i = 0; i < len; i++)
+			buf[i] = (uint8_t)next_rand(&seed);
+
+		br_sha256_context ref;
+		uint8_t want[SBX_SHA256_LEN], got[SBX_SHA256_LEN];
+		br_sha256_init(&ref);
+		br_sha256_update(&ref, buf, len);
+		br_sha256_out(&ref, want);
+
+		struct sbx_sha256 s;
+		sbx_sha256_init(&s);
+		size_t at = 0;
+		int cuts = (int)(next_rand(&seed) % 8);
+		for (int k = 0; k < cuts && at < len; k++) {
+			size_t n = (size_t)(next_rand(&seed) % (len - at + 1));
+			/* Half the time a small piece, to exercise the partial-block buffer. */
+			if (next_rand(&seed) & 1)
+				n %= 70;
+			sbx_sha256_update(&s, buf + at, n);
+			at += n;
+		}
+		sbx_sha256_update(&s, buf + at, len - at);
+		sbx_sha256_final(&s, got);
+		if (memcmp(got, want, SBX_SHA256_LEN) != 0)
+			fail_msg("case %d: length %zu, %d cuts", c, len, cuts);
+	}
+	free(buf);
+}
+
+static void sha256_fast_fips(void **state)
+{
+	(void)state;
+	sbx_sha256_force_portable(0);
+	if (!sbx_sha256_is_fast())
+		skip(); /* no SHA extensions on this CPU: nothing to check beyond the portable test
+		         */
+	check_fips_vectors();
+}
+
+static void sha256_fast_against_bearssl(void **state)
+{
+	(void)state;
+	sbx_sha256_force_portable(0);
+	if (!sbx_sha256_is_fast())
+		skip();
+	check_random_against_bearssl(0x5b5a256, 3000);
+}
+
+static void sha256_portable_fips(void **state)
+{
+	(void)state;
+	sbx_sha256_force_portable(1);
+	assert_false(sbx_sha256_is_fast());
+	check_fips_vectors();
+	check_random_against_bearssl(0x9e3779b9, 200);
+	sbx_sha256_force_portable(0);
+}
+
+/* A context keeps the path it was initialised with; final leaves it usable (it is const). */
+static void sha256_context_keeps_path(void **state)
+{
+	(void)state;
+	const char *msg = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+	for (int first = 0; first < 2; first++) {
+		sbx_sha256_force_portable(first);
+		struct sbx_sha256 s;
+		sbx_sha256_init(&s);
+		sbx_sha256_force_portable(!first);
+		uint8_t d[SBX_SHA256_LEN];
+		sbx_sha256_update(&s, "ab", 2);
+		sbx_sha256_final(&s, d);
+		assert_hex(d, "fb8e20fc2e4c3f248c60c39bd652f3c1347298bb977b8b4d5903b85055620603");
+		sbx_sha256_update(&s, "c", 1);
+		sbx_sha256_final(&s, d);
+		assert_hex(d, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+		sbx_sha256_init(&s);
+		sbx_sha256_update(&s, msg, 40);
+		sbx_sha256_final(&s, d);
+		sbx_sha256_update(&s, msg + 40, strlen(msg) - 40);
+		sbx_sha256_final(&s, d);
+		assert_hex(d, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+	}
+	sbx_sha256_force_portable(0);
 }
 
 static void hmac_rfc4231(void **state)
@@ -96,8 +252,14 @@ static void digest_equal(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(sha256_vectors), cmocka_unit_test(sha256_streaming_splits),
-	        cmocka_unit_test(hmac_rfc4231),   cmocka_unit_test(hmac_streaming_equals_oneshot),
+	        cmocka_unit_test(sha256_vectors),
+	        cmocka_unit_test(sha256_streaming_splits),
+	        cmocka_unit_test(sha256_fast_fips),
+	        cmocka_unit_test(sha256_fast_against_bearssl),
+	        cmocka_unit_test(sha256_portable_fips),
+	        cmocka_unit_test(sha256_context_keeps_path),
+	        cmocka_unit_test(hmac_rfc4231),
+	        cmocka_unit_test(hmac_streaming_equals_oneshot),
 	        cmocka_unit_test(digest_equal),
 	};
 	return cmocka_run_group_tests_name("digest", tests, NULL, NULL);
