@@ -29,8 +29,8 @@ WARN := -std=c11 -Wall -Wextra -Werror -pedantic -D_GNU_SOURCE
 
 # ---- agents (musl, static, stripped) ----------------------------------------------------
 
-AGENT_SRC := $(wildcard agent/*.c) $(wildcard shared/*.c)
-AGENT_CFLAGS := $(WARN) -Os -ffunction-sections -fdata-sections -Ishared \
+AGENT_SRC := $(wildcard agent/*.c) $(wildcard shared/*.c) $(wildcard archive/*.c)
+AGENT_CFLAGS := $(WARN) -Os -ffunction-sections -fdata-sections -Ishared -Iarchive \
 	-DSBX_LIBARCHIVE_DEBIAN='"$(LIBARCHIVE_VERSION)"' -DSBX_BEARSSL_DEBIAN='"$(BEARSSL_VERSION)"'
 AGENTS := $(foreach a,$(ARCHES),$(B)/agent/$(a)/sbx-agent)
 
@@ -90,12 +90,16 @@ else
 H := $(B)/host
 SANFLAGS :=
 endif
-HOST_CFLAGS := $(WARN) -O2 -g -fPIC $(SANFLAGS) -Ishared -Ihost -Irunner -I$(SBX_CACHE)/host/include
+HOST_CFLAGS := $(WARN) -O2 -g -fPIC $(SANFLAGS) -Ishared -Iarchive -Ihost -Irunner \
+	-I$(SBX_CACHE)/host/include
 HOST_LDFLAGS := $(SANFLAGS)
 CLI_SRC := $(wildcard host/cli*.c)
-LIB_SRC := $(filter-out $(CLI_SRC),$(wildcard host/*.c)) $(wildcard shared/*.c) $(wildcard runner/*.c)
+LIB_SRC := $(filter-out $(CLI_SRC),$(wildcard host/*.c)) $(wildcard shared/*.c) $(wildcard runner/*.c) \
+	$(wildcard archive/*.c)
 LIB_OBJ := $(patsubst %.c,$(H)/obj/%.o,$(LIB_SRC))
 BEARSSL_HOST := $(SBX_CACHE)/host/lib/libbearssl.a
+# The host libarchive (tar formats only) needs nothing beyond libc.
+LIBARCHIVE_HOST := $(SBX_CACHE)/host/lib/libarchive.a
 
 $(SBX_CACHE)/host/.stamp: FORCE
 	@toolchain/build.sh host
@@ -105,15 +109,16 @@ $(H)/obj/%.o: %.c $(SBX_CACHE)/host/.stamp
 	@echo "  CC host $<"
 	$(Q)$(HOST_CC) $(HOST_CFLAGS) -MMD -MP -c -o $@ $<
 
-# libsbx.a carries BearSSL's objects too, so a user links one archive.
+# libsbx.a carries BearSSL's and libarchive's objects too, so a user links one archive.
 $(H)/libsbx.a: $(LIB_OBJ) $(SBX_CACHE)/host/.stamp
 	@rm -f $@
 	@echo "  AR $@"
-	$(Q)printf 'create $@\n$(foreach o,$(LIB_OBJ),addmod $(o)\n)addlib $(BEARSSL_HOST)\nsave\nend\n' | ar -M
+	$(Q)printf 'create $@\n$(foreach o,$(LIB_OBJ),addmod $(o)\n)addlib $(BEARSSL_HOST)\naddlib $(LIBARCHIVE_HOST)\nsave\nend\n' | ar -M
 
 $(H)/libsbx.so: $(LIB_OBJ) $(SBX_CACHE)/host/.stamp
 	@echo "  LD $@"
-	$(Q)$(HOST_CC) -shared -Wl,-soname,libsbx.so.0 -Wl,--exclude-libs,ALL $(HOST_LDFLAGS) -o $@ $(LIB_OBJ) $(BEARSSL_HOST)
+	$(Q)$(HOST_CC) -shared -Wl,-soname,libsbx.so.0 -Wl,--exclude-libs,ALL $(HOST_LDFLAGS) -o $@ $(LIB_OBJ) $(BEARSSL_HOST) \
+		$(LIBARCHIVE_HOST)
 
 CLI_OBJ := $(patsubst %.c,$(H)/obj/%.o,$(CLI_SRC))
 
@@ -147,18 +152,23 @@ FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 FUZZERS := $(patsubst fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRC))
 FUZZ_LIB_SRC := $(wildcard shared/*.c) host/json.c
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-	-Ishared -Ihost -I$(SBX_CACHE)/host/include
+	-Ishared -Iarchive -Ihost -I$(SBX_CACHE)/host/include
+# fuzz_unpack drives the archive engine: it also links archive/unpack.c and the host
+# libarchive (built without sanitizer instrumentation by toolchain/build.sh).
+$(B)/fuzz/fuzz_unpack: FUZZ_EXTRA := archive/unpack.c $(LIBARCHIVE_HOST)
+$(B)/fuzz/fuzz_unpack: archive/unpack.c archive/unpack.h
 
 $(B)/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) $(SBX_CACHE)/host/.stamp
 	@mkdir -p $(@D)
 	@echo "  FUZZ $@"
-	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_LIB_SRC) $(BEARSSL_HOST)
+	$(Q)clang $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_LIB_SRC) $(FUZZ_EXTRA) $(BEARSSL_HOST)
 
 -include $(TESTS:=.d)
 
 # ---- targets -----------------------------------------------------------------------------
 
-.PHONY: all agents host check size clean distclean format fuzz bench-session bench-supervise FORCE
+.PHONY: all agents host check size clean distclean format fuzz bench-session bench-supervise \
+	bench-sha256 FORCE
 all: agents host
 agents: $(AGENTS)
 host: $(HOST)
@@ -168,10 +178,14 @@ fuzz: $(FUZZERS)
 $(B)/bench/%: tests/bench/%.c $(B)/host/libsbx.a
 	@mkdir -p $(@D)
 	@echo "  CC bench $<"
-	$(Q)$(HOST_CC) $(WARN) -O2 -g -Ishared -Ihost -Irunner -o $@ $< $(B)/host/libsbx.a
+	$(Q)$(HOST_CC) $(WARN) -O2 -g -Ishared -Ihost -Irunner -I$(SBX_CACHE)/host/include -o $@ $< \
+		$(B)/host/libsbx.a
 
 bench-session: $(AGENTS) $(B)/bench/bench_session
 	SBX_AGENT_DIR=$(abspath $(B)/agent) $(B)/bench/bench_session
+
+bench-sha256: $(B)/bench/sha256_speed
+	$(B)/bench/sha256_speed
 
 bench-supervise: $(AGENTS) $(B)/host/sbx $(B)/bench/bench_supervise $(HARNESS)
 	SBX_AGENT_DIR=$(abspath $(B)/agent) SBX_HARNESS_DIR=$(abspath $(B)/harness) \

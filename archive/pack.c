@@ -1,7 +1,8 @@
 /* The pack walk: directory fds all the way down (openat with O_NOFOLLOW, fstatat without
  * following), one libarchive pax writer whose output callback hashes and writes. A regular
  * file is opened, then checked to be the same inode the walk saw, so a file swapped for a
- * link between the look and the read is refused instead of followed. */
+ * link between the look and the read is refused instead of followed. Files with holes give
+ * libarchive their data map (SEEK_DATA/SEEK_HOLE) and travel as GNU sparse 1.0 members. */
 #include "pack.h"
 
 #include <archive.h>
@@ -15,6 +16,11 @@
 #include <unistd.h>
 
 #include "exclude.h"
+#include "member.h"
+
+#define PACK_BUF 65536
+/* A file with more data regions than this is packed dense: the map itself would be large. */
+#define PACK_MAX_EXTENTS 65536
 
 struct pack {
 	const struct sbx_pack_opts *o;
@@ -25,7 +31,12 @@ struct pack {
 	struct sbx_sha256 sha;
 	int out_failed;
 	int out_errno;
-	char *buf; /* file data */
+	char *buf;   /* file data */
+	char *zeros; /* PACK_BUF zero bytes: a hole fed to the writer, which stores none */
+	struct extent {
+		int64_t off, len;
+	} * ext; /* the data regions of the file being packed */
+	size_t next, cap;
 };
 
 static la_ssize_t out_write(struct archive *a, void *ctx, const void *p, size_t n)
@@ -135,6 +146,83 @@ static void fill(struct archive_entry *en, const char *name, const struct stat *
 	archive_entry_unset_birthtime(en);
 }
 
+/* The data regions of fd (size bytes) into k->ext by SEEK_DATA/SEEK_HOLE. Returns the number
+ * of regions when the file has holes, 0 when it is dense or the filesystem cannot tell (then it
+ * is packed as before), or more than PACK_MAX_EXTENTS regions. A file of one hole only gives
+ * 0 regions and 1 is returned with k->next = 0 ("sparse, no data"). */
+static size_t data_map(struct pack *k, int fd, const struct stat *sb)
+{
+	k->next = 0;
+	/* Blocks that cover the size: no room for a hole (and nothing to ask). */
+	if (sb->st_size == 0 || (int64_t)sb->st_blocks * 512 >= (int64_t)sb->st_size)
+		return 0;
+	off_t pos = 0;
+	while (pos < sb->st_size) {
+		off_t d = lseek(fd, pos, SEEK_DATA);
+		if (d < 0) {
+			if (errno == ENXIO)
+				break; /* only a hole from pos to the end */
+			return 0;      /* EINVAL: no hole support here */
+		}
+		if (d >= sb->st_size)
+			break;
+		off_t h = lseek(fd, d, SEEK_HOLE);
+		if (h < 0)
+			return 0;
+		if (h > sb->st_size)
+			h = sb->st_size; /* the file grew meanwhile: the size seen is what goes */
+		if (h <= d)
+			return 0;
+		if (k->next == k->cap) {
+			size_t n = k->cap ? k->cap * 2 : 64;
+			if (n > PACK_MAX_EXTENTS)
+				return 0;
+			struct extent *x = realloc(k->ext, n * sizeof *x);
+			if (x == NULL)
+				return 0;
+			k->ext = x;
+			k->cap = n;
+		}
+		k->ext[k->next++] = (struct extent){.off = d, .len = h - d};
+		pos = h;
+	}
+	if (k->next == 1 && k->ext[0].off == 0 && k->ext[0].len == sb->st_size)
+		return 0; /* no hole after all */
+	return k->next > 0 ? k->next : 1;
+}
+
+/* Feeds n bytes of a hole to the writer, which skips them (they are a hole in its map). */
+static int feed_hole(struct pack *k, int64_t n, const char *name)
+{
+	while (n > 0) {
+		size_t c = n < PACK_BUF ? (size_t)n : PACK_BUF;
+		if (archive_write_data(k->a, k->zeros, c) != (la_ssize_t)c)
+			return arch_err(k, "data of", name);
+		n -= (int64_t)c;
+	}
+	return 0;
+}
+
+/* Copies len bytes at off; exactly those: a file that shrinks meanwhile is refused rather than
+ * packed inconsistently. */
+static int copy_data(struct pack *k, int fd, int64_t off, int64_t len, const char *name)
+{
+	while (len > 0) {
+		ssize_t n = pread(fd, k->buf, len < PACK_BUF ? (size_t)len : PACK_BUF, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return sbx_err_set(k->e, SBX_ETRANSFER, n < 0 ? errno : 0,
+			                   "%s shrank while it was packed", name);
+		if (archive_write_data(k->a, k->buf, (size_t)n) != n)
+			return arch_err(k, "data of", name);
+		off += n;
+		len -= n;
+		k->st->data_bytes += (uint64_t)n;
+	}
+	return 0;
+}
+
 static int put_file(struct pack *k, int dfd, const char *base, const char *name,
                     struct archive_entry *en, const struct stat *sb)
 {
@@ -160,33 +248,39 @@ static int put_file(struct pack *k, int dfd, const char *base, const char *name,
 		close(fd);
 		return sbx_err_set(k->e, SBX_ETRANSFER, 0, "%s changed while it was packed", name);
 	}
+	int sparse = data_map(k, fd, sb) > 0;
+	for (size_t i = 0; sparse && i < k->next; i++)
+		archive_entry_sparse_add_entry(en, k->ext[i].off, k->ext[i].len);
+	if (sparse && k->next == 0) /* all hole: the map says so with one empty region */
+		archive_entry_sparse_add_entry(en, sb->st_size, 0);
+	int rc = -1;
 	if (archive_write_header(k->a, en) != ARCHIVE_OK) {
-		close(fd);
-		return arch_err(k, "header of", name);
+		arch_err(k, "header of", name);
+		goto out;
 	}
-	/* Exactly the size the header promised: a file that grows or shrinks meanwhile is
-	 * refused rather than packed inconsistently. */
-	int64_t left = sb->st_size;
-	while (left > 0) {
-		ssize_t n = read(fd, k->buf, left < 65536 ? (size_t)left : 65536);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			int err = n < 0 ? errno : 0;
-			close(fd);
-			return sbx_err_set(k->e, SBX_ETRANSFER, err,
-			                   "%s shrank while it was packed", name);
+	if (!sparse) {
+		if (copy_data(k, fd, 0, sb->st_size, name) != 0)
+			goto out;
+	} else {
+		/* The writer takes the whole file, holes included, and stores only the data
+		 * regions; it emits the map with the first write, so there is always one. */
+		if (archive_write_data(k->a, k->zeros, 0) != 0) {
+			arch_err(k, "data of", name);
+			goto out;
 		}
-		if (archive_write_data(k->a, k->buf, (size_t)n) != n) {
-			close(fd);
-			return arch_err(k, "data of", name);
+		int64_t pos = 0;
+		for (size_t i = 0; i < k->next; i++) {
+			if (feed_hole(k, k->ext[i].off - pos, name) != 0 ||
+			    copy_data(k, fd, k->ext[i].off, k->ext[i].len, name) != 0)
+				goto out;
+			pos = k->ext[i].off + k->ext[i].len;
 		}
-		left -= n;
-		k->st->data_bytes += (uint64_t)n;
 	}
-	close(fd);
 	k->st->files++;
-	return 0;
+	rc = 0;
+out:
+	close(fd);
+	return rc;
 }
 
 static int walk(struct pack *k, int dfd, const char *rel, int depth, struct archive_entry *en);
@@ -299,6 +393,28 @@ static int walk(struct pack *k, int dfd, const char *rel, int depth, struct arch
 	return rc;
 }
 
+/* as_name: one plain top-level entry (looked up directly, never through a path), and a
+ * member name that stays under the root, stored normalized in *out (malloc'd). */
+static int check_as_name(const struct sbx_pack_opts *o, char **out, struct sbx_err *e)
+{
+	const char *n = o->names != NULL ? o->names[0] : NULL;
+	if (n == NULL || o->names[1] != NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "pack: as_name needs exactly one name");
+	if (n[0] == '\0' || strchr(n, '/') != NULL || strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
+		return sbx_err_set(e, SBX_EUSAGE, 0,
+		                   "pack: with as_name the name must be one path component");
+	size_t len = strlen(o->as_name);
+	const char *why;
+	if ((*out = malloc(len + 1)) == NULL)
+		return sbx_err_set(e, SBX_ETRANSFER, ENOMEM, "packing");
+	if (sbx_member_name(o->as_name, *out, len + 1, &why) != 0) {
+		free(*out);
+		*out = NULL;
+		return sbx_err_set(e, SBX_EUSAGE, 0, "pack: as_name: %s", why);
+	}
+	return 0;
+}
+
 int sbx_pack(const struct sbx_pack_opts *o, struct sbx_pack_stats *st, struct sbx_err *e)
 {
 	memset(st, 0, sizeof *st);
@@ -307,9 +423,13 @@ int sbx_pack(const struct sbx_pack_opts *o, struct sbx_pack_stats *st, struct sb
 	k.a = archive_write_new();
 	k.links = archive_entry_linkresolver_new();
 	struct archive_entry *en = archive_entry_new();
-	k.buf = malloc(65536);
+	k.buf = malloc(PACK_BUF);
+	k.zeros = calloc(1, PACK_BUF);
+	char *as = NULL;
 	int rc = -1;
-	if (k.a == NULL || k.links == NULL || en == NULL || k.buf == NULL) {
+	if (o->as_name != NULL && check_as_name(o, &as, e) != 0)
+		goto out;
+	if (k.a == NULL || k.links == NULL || en == NULL || k.buf == NULL || k.zeros == NULL) {
 		sbx_err_set(e, SBX_ETRANSFER, ENOMEM, "packing");
 		goto out;
 	}
@@ -324,7 +444,8 @@ int sbx_pack(const struct sbx_pack_opts *o, struct sbx_pack_stats *st, struct sb
 		arch_err(&k, "opening", "the archive");
 		goto out;
 	}
-	if (walk(&k, o->root_fd, "", 0, en) != 0)
+	if (as != NULL ? put(&k, o->root_fd, o->names[0], as, 0, en) != 0
+	               : walk(&k, o->root_fd, "", 0, en) != 0)
 		goto out;
 	if (archive_write_close(k.a) != ARCHIVE_OK) {
 		arch_err(&k, "closing", "the archive");
@@ -333,6 +454,9 @@ int sbx_pack(const struct sbx_pack_opts *o, struct sbx_pack_stats *st, struct sb
 	sbx_sha256_final(&k.sha, st->sha256);
 	rc = 0;
 out:
+	free(as);
+	free(k.ext);
+	free(k.zeros);
 	free(k.buf);
 	if (en != NULL)
 		archive_entry_free(en);

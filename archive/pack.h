@@ -1,8 +1,8 @@
 /* Packing a folder into a pax stream inside the sandbox (download_dir's agent half): a walk
  * from directory descriptors that never follows a symlink, libarchive's pax writer, and a
  * SHA-256 of every byte written. */
-#ifndef SBX_AGENT_PACK_H
-#define SBX_AGENT_PACK_H
+#ifndef SBX_ARCHIVE_PACK_H
+#define SBX_ARCHIVE_PACK_H
 
 #include <stdint.h>
 
@@ -15,11 +15,14 @@ struct sbx_pack_opts {
 	const char *const *exclude; /* GNU tar default --exclude patterns (shared/exclude.h) */
 	int skip_unsafe;            /* skip FIFOs, devices and sockets instead of failing */
 	int out_fd;                 /* where the stream goes */
+	const char *as_name;        /* NULL, or: names holds exactly one top-level entry (one path
+	                               component), stored under this member name instead of its own
+	                               (its contents, for a directory, under as_name/...) */
 };
 
 struct sbx_pack_stats {
 	uint64_t files, dirs, symlinks, hardlinks, skipped, excluded;
-	uint64_t data_bytes;    /* file contents */
+	uint64_t data_bytes;    /* file contents (holes of sparse files not counted) */
 	uint64_t archive_bytes; /* the stream, padding included */
 	uint8_t sha256[SBX_SHA256_LEN];
 };
@@ -27,9 +30,12 @@ struct sbx_pack_stats {
 /* Packs the tree; members are named relative to the folder ("a/b"), in name order within each
  * directory so the same tree gives the same bytes. Owners are numeric only (no user names);
  * modes keep set-id and sticky bits; mtimes keep nanoseconds (atime and ctime are left out).
- * Names are stored as bytes (pax hdrcharset=BINARY). -1 with *e: SBX_ETRANSFER naming
- * the member for what the tree holds (an unsafe member without skip_unsafe, an unreadable
- * file, a file that changed type while read), SBX_EUNAVAILABLE when out_fd fails. */
+ * Names are stored as bytes (pax hdrcharset=BINARY). A file with holes (lseek SEEK_HOLE) is
+ * stored as a GNU sparse 1.0 member: only its data regions travel. -1 with *e: SBX_ETRANSFER
+ * naming the member for what the tree holds (an unsafe member without skip_unsafe, an
+ * unreadable file, a file that changed type while read, an as_name entry that is missing),
+ * SBX_EUNAVAILABLE when out_fd fails, SBX_EUSAGE for an as_name that is not a member name or
+ * names that are not exactly one plain component with it. */
 int sbx_pack(const struct sbx_pack_opts *o, struct sbx_pack_stats *st, struct sbx_err *e);
 
 #endif

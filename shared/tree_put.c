@@ -1,7 +1,9 @@
 /* Placement of archive members under a root fd. Each member's parent is opened afresh from
  * the root with symlinks refused (openat2, or one O_NOFOLLOW|O_DIRECTORY open per component),
  * the final name is created relative to that parent fd, and directory metadata waits for
- * sbx_put_finish, applied through fds so a directory swapped for a link changes nothing. */
+ * sbx_put_finish, applied through fds so a directory swapped for a link changes nothing. A hard
+ * link to a member not placed yet waits for sbx_put_finish too, and is then made by the same
+ * rules as any other. */
 #include "tree_put.h"
 #include "member.h"
 
@@ -44,14 +46,31 @@ struct deferred {
 	long nsec;
 };
 
+/* A hard link whose target did not exist yet when it was placed (a forward reference). */
+struct pending_link {
+	char *name;   /* normalized member name */
+	char *raw;    /* the member name as in the archive, for messages */
+	char *target; /* normalized target member name */
+	char *rawlink;
+	int dropped; /* the name was redefined by a later member: the last one wins */
+};
+
 struct sbx_put {
 	int root;
 	enum sbx_put_mode mode;
 	int walk;    /* 1: component walk; 0: openat2 */
 	int refused; /* a member was refused: finish applies nothing */
+	int soft;    /* a missing path component is reported in missing, not refused */
+	int missing;
+	struct pending_link *links;
+	size_t nlinks, caplinks, live_links;
+	size_t *ltab; /* open addressing: pending link index + 1 by name; 0 is empty */
+	size_t ltab_cap;
 	struct deferred *dirs;
 	size_t ndirs, capdirs, kept, max_kept, seq;
-	int file_fd; /* the open file member, or -1 */
+	int file_fd;          /* the open file member, or -1 */
+	int not_root;         /* sandbox mode without root: owners are best effort */
+	uint64_t owners_kept; /* members whose archive owner could not be set (not root) */
 	char *file_name;
 	unsigned file_mode;
 	long long file_uid, file_gid, file_sec;
@@ -164,6 +183,10 @@ static int step(struct sbx_put *p, int dfd, const char *comp, int create, const 
 				              show(comp, c, sizeof c));
 			}
 			return fd;
+		}
+		if (err == ENOENT && p->soft) {
+			p->missing = 1;
+			return -1;
 		}
 		if (err == ENOENT)
 			return refuse(p, e, 0, raw, "%spath component %s does not exist", what,
@@ -292,8 +315,12 @@ static int apply_meta(struct sbx_put *p, int fd, int dir, unsigned mode, long lo
 {
 	mode_t m;
 	if (p->mode == SBX_PUT_SANDBOX) {
-		if (fchown(fd, (uid_t)uid, (gid_t)gid) != 0)
-			return refuse(p, e, errno, raw, "cannot set owner %lld:%lld", uid, gid);
+		if (fchown(fd, (uid_t)uid, (gid_t)gid) != 0) {
+			if (!(p->not_root && errno == EPERM))
+				return refuse(p, e, errno, raw, "cannot set owner %lld:%lld", uid,
+				              gid);
+			p->owners_kept++; /* not root: the member keeps the agent's owner */
+		}
 		m = (mode_t)(mode & 07777u);
 	} else {
 		m = host_mode(mode, dir);
@@ -325,6 +352,7 @@ int sbx_put_open(struct sbx_put **out, int root_fd, enum sbx_put_mode mode, int 
 		return sbx_err_set(e, SBX_ETRANSFER, err, "tree_put: dup of the root fd");
 	}
 	p->mode = mode;
+	p->not_root = mode == SBX_PUT_SANDBOX && geteuid() != 0;
 	p->walk = force_walk != 0;
 	p->file_fd = -1;
 	struct rlimit rl;
@@ -462,9 +490,12 @@ static int put_symlink(struct sbx_put *p, int dfd, const char *base, const char 
 			return refuse(p, e, errno, m->name, "cannot create the symlink");
 		}
 		if (p->mode == SBX_PUT_SANDBOX &&
-		    fchownat(dfd, base, (uid_t)m->uid, (gid_t)m->gid, AT_SYMLINK_NOFOLLOW) != 0)
-			return refuse(p, e, errno, m->name, "cannot set owner %lld:%lld", m->uid,
-			              m->gid);
+		    fchownat(dfd, base, (uid_t)m->uid, (gid_t)m->gid, AT_SYMLINK_NOFOLLOW) != 0) {
+			if (!(p->not_root && errno == EPERM))
+				return refuse(p, e, errno, m->name, "cannot set owner %lld:%lld",
+				              m->uid, m->gid);
+			p->owners_kept++;
+		}
 		struct timespec ts[2] = {{.tv_sec = 0, .tv_nsec = UTIME_OMIT},
 		                         mtime_of(m->mtime_sec, m->mtime_nsec)};
 		if (utimensat(dfd, base, ts, AT_SYMLINK_NOFOLLOW) != 0)
@@ -472,6 +503,135 @@ static int put_symlink(struct sbx_put *p, int dfd, const char *base, const char 
 		return 0;
 	}
 	return refuse(p, e, 0, m->name, "the entry keeps changing");
+}
+
+/* FNV-1a of a name, for the pending-link table. */
+static size_t name_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s != '\0'; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return (size_t)h;
+}
+
+/* The table slot holding name, or the empty slot where it would go. */
+static size_t *ltab_slot(struct sbx_put *p, const char *name)
+{
+	size_t mask = p->ltab_cap - 1;
+	for (size_t i = name_hash(name) & mask;; i = (i + 1) & mask) {
+		size_t v = p->ltab[i];
+		if (v == 0 || strcmp(p->links[v - 1].name, name) == 0)
+			return &p->ltab[i];
+	}
+}
+
+/* A later member named like a pending link replaces it (the last definition wins). */
+static void drop_pending(struct sbx_put *p, const char *norm)
+{
+	if (p->live_links == 0)
+		return;
+	size_t *slot = ltab_slot(p, norm);
+	if (*slot != 0 && !p->links[*slot - 1].dropped) {
+		p->links[*slot - 1].dropped = 1;
+		p->live_links--;
+	}
+}
+
+static int ltab_grow(struct sbx_put *p)
+{
+	size_t n = p->ltab_cap ? p->ltab_cap * 2 : 64;
+	size_t *t = calloc(n, sizeof *t);
+	if (t == NULL)
+		return -1;
+	free(p->ltab);
+	p->ltab = t;
+	p->ltab_cap = n;
+	for (size_t i = 0; i < p->nlinks; i++)
+		*ltab_slot(p, p->links[i].name) = i + 1;
+	return 0;
+}
+
+/* Records the hard link norm -> target for sbx_put_finish. Consumes nothing. */
+static int add_pending(struct sbx_put *p, const char *norm, const char *target,
+                       const struct sbx_put_member *m, struct sbx_err *e)
+{
+	if (p->nlinks == p->caplinks) {
+		size_t n = p->caplinks ? p->caplinks * 2 : 16;
+		struct pending_link *l = realloc(p->links, n * sizeof *l);
+		if (l == NULL)
+			return refuse(p, e, ENOMEM, m->name, "cannot defer the hard link");
+		p->links = l;
+		p->caplinks = n;
+	}
+	if ((p->nlinks + 1) * 2 > p->ltab_cap && ltab_grow(p) != 0)
+		return refuse(p, e, ENOMEM, m->name, "cannot defer the hard link");
+	struct pending_link *l = &p->links[p->nlinks];
+	*l = (struct pending_link){.name = strdup(norm),
+	                           .raw = strdup(m->name),
+	                           .target = strdup(target),
+	                           .rawlink = strdup(m->link)};
+	if (l->name == NULL || l->raw == NULL || l->target == NULL || l->rawlink == NULL) {
+		free(l->name);
+		free(l->raw);
+		free(l->target);
+		free(l->rawlink);
+		return refuse(p, e, ENOMEM, m->name, "cannot defer the hard link");
+	}
+	/* drop_pending ran for this name already: the slot is empty or holds a dropped one. */
+	*ltab_slot(p, norm) = p->nlinks + 1;
+	p->nlinks++;
+	p->live_links++;
+	return 0;
+}
+
+/* Links base under dfd to target (a normalized member name, walked from the root without
+ * following any symlink). Returns 0, -1 refused, or 1 when defer is set and the target (or a
+ * directory on its path) does not exist yet. raw and rawlink name the member in messages. */
+static int link_to(struct sbx_put *p, int dfd, const char *base, char *target, const char *raw,
+                   const char *rawlink, int defer, struct sbx_err *e)
+{
+	char t[80];
+	int tdfd;
+	const char *tbase;
+	p->soft = defer;
+	p->missing = 0;
+	int r = open_parent(p, target, 0, raw, "hard-link target ", &tdfd, &tbase, e);
+	p->soft = 0;
+	if (r != 0)
+		return p->missing ? 1 : -1;
+	int rc = -1;
+	struct stat st;
+	if (fstatat(tdfd, tbase, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		if (errno == ENOENT && defer)
+			rc = 1;
+		else
+			refuse(p, e, errno == ENOENT ? 0 : errno, raw, "hard-link target %s %s",
+			       show(rawlink, t, sizeof t),
+			       errno == ENOENT ? "does not exist" : "cannot be inspected");
+		goto out;
+	}
+	/* A symlink inside the root is linked as itself (linkat without AT_SYMLINK_FOLLOW). */
+	if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+		refuse(p, e, 0, raw, "hard-link target %s is not a regular file",
+		       show(rawlink, t, sizeof t));
+		goto out;
+	}
+	for (int tries = 0; tries < PUT_TRIES; tries++) {
+		if (clear_slot(p, dfd, base, 'h', raw, e) < 0)
+			goto out;
+		if (linkat(tdfd, tbase, dfd, base, 0) == 0) {
+			rc = 0;
+			goto out;
+		}
+		if (errno != EEXIST) {
+			refuse(p, e, errno, raw, "cannot link to %s", show(rawlink, t, sizeof t));
+			goto out;
+		}
+	}
+	refuse(p, e, 0, raw, "the entry keeps changing");
+out:
+	close_dir(p, tdfd);
+	return rc;
 }
 
 static int put_hardlink(struct sbx_put *p, int dfd, const char *base, const char *norm,
@@ -495,44 +655,36 @@ static int put_hardlink(struct sbx_put *p, int dfd, const char *base, const char
 		free(target);
 		return refuse(p, e, 0, m->name, "hard link to itself");
 	}
-	int tdfd;
-	const char *tbase;
-	if (open_parent(p, target, 0, m->name, "hard-link target ", &tdfd, &tbase, e) != 0) {
-		free(target);
-		return -1;
+	int rc = link_to(p, dfd, base, target, m->name, m->link, 1, e);
+	if (rc == 1) {
+		/* A forward reference: the target comes later in the archive. open_parent
+		 * restored target; it is still the normalized name. */
+		rc = add_pending(p, norm, target, m, e);
 	}
-	int rc = -1;
-	struct stat st;
-	if (fstatat(tdfd, tbase, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-		refuse(p, e, errno == ENOENT ? 0 : errno, m->name, "hard-link target %s %s",
-		       show(m->link, t, sizeof t),
-		       errno == ENOENT ? "does not exist" : "cannot be inspected");
-		goto out;
-	}
-	/* A symlink inside the root is linked as itself (linkat without AT_SYMLINK_FOLLOW). */
-	if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
-		refuse(p, e, 0, m->name, "hard-link target %s is not a regular file",
-		       show(m->link, t, sizeof t));
-		goto out;
-	}
-	for (int tries = 0; tries < PUT_TRIES; tries++) {
-		if (clear_slot(p, dfd, base, 'h', m->name, e) < 0)
-			goto out;
-		if (linkat(tdfd, tbase, dfd, base, 0) == 0) {
-			rc = 0;
-			goto out;
-		}
-		if (errno != EEXIST) {
-			refuse(p, e, errno, m->name, "cannot link to %s",
-			       show(m->link, t, sizeof t));
-			goto out;
-		}
-	}
-	refuse(p, e, 0, m->name, "the entry keeps changing");
-out:
-	close_dir(p, tdfd);
 	free(target);
 	return rc;
+}
+
+/* Makes the pending hard links, in archive order, by the rules of put_hardlink; a target
+ * still missing now is refused. */
+static int finish_links(struct sbx_put *p, struct sbx_err *e)
+{
+	for (size_t i = 0; i < p->nlinks; i++) {
+		struct pending_link *l = &p->links[i];
+		if (l->dropped)
+			continue;
+		int dfd;
+		const char *base;
+		if (open_parent(p, l->name, 1, l->raw, "", &dfd, &base, e) != 0)
+			return -1;
+		int rc = link_to(p, dfd, base, l->target, l->raw, l->rawlink, 0, e);
+		close_dir(p, dfd);
+		if (rc != 0)
+			return -1;
+		l->dropped = 1;
+		p->live_links--;
+	}
+	return 0;
 }
 
 static int valid_id(long long id)
@@ -589,6 +741,7 @@ int sbx_put_begin(struct sbx_put *p, const struct sbx_put_member *m, int *fd, st
 		refuse(p, e, 0, m->name, "owner %lld:%lld out of range", m->uid, m->gid);
 		goto out;
 	}
+	drop_pending(p, norm);
 	if (open_parent(p, norm, 1, m->name, "", &dfd, &base, e) != 0)
 		goto out;
 	switch (t) {
@@ -666,6 +819,9 @@ int sbx_put_finish(struct sbx_put *p, struct sbx_err *e)
 	if (p->refused)
 		return sbx_err_set(e, SBX_ETRANSFER, 0,
 		                   "a member was refused: directory modes not applied");
+	/* Links first: a directory's final mode may not let anything in. */
+	if (finish_links(p, e) != 0)
+		return -1;
 	if (p->ndirs > 0) /* qsort's array may not be NULL, even when empty */
 		qsort(p->dirs, p->ndirs, sizeof *p->dirs, deeper_first);
 	for (size_t i = 0; i < p->ndirs; i++) {
@@ -682,6 +838,11 @@ int sbx_put_finish(struct sbx_put *p, struct sbx_err *e)
 	return 0;
 }
 
+uint64_t sbx_put_owners_kept(const struct sbx_put *p)
+{
+	return p != NULL ? p->owners_kept : 0;
+}
+
 void sbx_put_free(struct sbx_put *p)
 {
 	if (p == NULL)
@@ -692,6 +853,14 @@ void sbx_put_free(struct sbx_put *p)
 		free(p->dirs[i].name);
 	}
 	free(p->dirs);
+	for (size_t i = 0; i < p->nlinks; i++) {
+		free(p->links[i].name);
+		free(p->links[i].raw);
+		free(p->links[i].target);
+		free(p->links[i].rawlink);
+	}
+	free(p->links);
+	free(p->ltab);
 	if (p->file_fd >= 0)
 		close(p->file_fd);
 	free(p->file_name);

@@ -5,6 +5,8 @@
 #ifndef SBX_TREE_PUT_H
 #define SBX_TREE_PUT_H
 
+#include <stdint.h>
+
 #include "err.h"
 
 enum sbx_put_mode {
@@ -38,8 +40,11 @@ struct sbx_put_member {
 
 /* Places one member. For 'f' returns a new, empty, writable file in *fd: the caller streams
  * the data into it and then calls sbx_put_end_file (one file open at a time). For every other
- * type *fd is -1 and the member is complete on return. A directory named like the root
- * ("./") is accepted and skipped: it never changes the root's own mode or owner.
+ * type *fd is -1 and the member is complete on return, except a hard link whose target does
+ * not exist yet (a forward reference to a later member): it is made by sbx_put_finish, by the
+ * same rules, unless a later member redefines its name (the last definition wins). A
+ * directory named like the root ("./") is accepted and skipped: it never changes the root's
+ * own mode or owner.
  * Refusals are SBX_ETRANSFER with "member NAME: RULE". After any refusal the caller must
  * abort the whole operation; sbx_put_finish then refuses too. */
 int sbx_put_begin(struct sbx_put *p, const struct sbx_put_member *m, int *fd, struct sbx_err *e);
@@ -48,11 +53,18 @@ int sbx_put_begin(struct sbx_put *p, const struct sbx_put_member *m, int *fd, st
  * since chown clears set-id bits), mode, mtime. Closes fd in every case. */
 int sbx_put_end_file(struct sbx_put *p, int fd, struct sbx_err *e);
 
-/* Applies the deferred directory owners/modes/mtimes, deepest first (a later definition of
- * the same directory wins), through the fds kept at placement, never by path. Directories
- * beyond the fd budget (half of RLIMIT_NOFILE) are re-opened by the same safe walk and must
- * still be the very directory placed (device and inode), else refused. */
+/* Makes the deferred hard links in archive order (a target still missing, a directory, or one
+ * reached through a symlink is refused), then applies the deferred directory owners, modes and
+ * mtimes, deepest first (a later definition of the same directory wins), through the fds kept
+ * at placement, never by path. Directories beyond the fd budget (half of RLIMIT_NOFILE) are
+ * re-opened by the same safe walk and must still be the very directory placed (device and
+ * inode), else refused. */
 int sbx_put_finish(struct sbx_put *p, struct sbx_err *e);
+
+/* Sandbox mode run by a user other than root: an owner the kernel refuses to give (EPERM)
+ * leaves the member with the agent's own owner instead of refusing it; this counts them so
+ * the caller can say so. 0 as root and in the host modes. */
+uint64_t sbx_put_owners_kept(const struct sbx_put *p);
 
 /* Closes every fd (an open file member's too) and frees p; NULL is fine. */
 void sbx_put_free(struct sbx_put *p);

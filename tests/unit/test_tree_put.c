@@ -510,12 +510,70 @@ static void c11(struct fx *f)
 	no(p, 'h', "h4", "d", "not a regular file");
 	no(p, 'h', "h5", "h5", "hard link to itself");
 	no(p, 'h', "h5", "./h5", "hard link to itself");
-	no(p, 'h', "h6", "missing", "does not exist");
-	no(p, 'h', "h6", "nodir/missing", "does not exist");
 	no(p, 'h', "h7", NULL, "without a target");
 	assert_false(exists(f->root, "h1") || exists(f->root, "h2") || exists(f->root, "h3"));
-	assert_false(exists(f->root, "h4") || exists(f->root, "h5") || exists(f->root, "h6"));
+	assert_false(exists(f->root, "h4") || exists(f->root, "h5"));
+	/* A target that never comes: accepted as a forward reference, refused at finish, and
+	 * nothing is created for it (no "nodir"). */
+	sbx_put_free(f->p);
+	f->p = NULL;
+	p = fx_put(f);
+	ok(p, 'h', "h6", 0, "missing");
+	ok(p, 'h', "h8", 0, "nodir/missing");
+	assert_int_equal(sbx_put_finish(p, &E), -1);
+	assert_int_equal(E.cls, SBX_ETRANSFER);
+	assert_non_null(strstr(E.msg, "member h6: hard-link target missing does not exist"));
+	assert_false(exists(f->root, "h6") || exists(f->root, "h8") || exists(f->root, "nodir"));
+	sbx_put_free(f->p);
+	f->p = NULL;
+	p = fx_put(f);
+	ok(p, 'h', "h8", 0, "nodir/missing");
+	assert_int_equal(sbx_put_finish(p, &E), -1);
+	assert_non_null(strstr(E.msg, "path component nodir does not exist"));
 	assert_false(exists(f->root, "nodir"));
+}
+
+/* 11, forward: a hard link to a later member is made at finish by the same rules: a target
+ * that turns out to be a directory, or to lie behind a symlink, is refused then. */
+static void c11_forward(struct fx *f)
+{
+	struct sbx_put *p = fx_put(f);
+	ok(p, 'h', "hd", 0, "later_dir");
+	ok(p, 'd', "later_dir", 0755, NULL);
+	assert_int_equal(sbx_put_finish(p, &E), -1);
+	assert_non_null(
+	        strstr(E.msg, "member hd: hard-link target later_dir is not a regular file"));
+	assert_false(exists(f->root, "hd"));
+	sbx_put_free(f->p);
+	f->p = NULL;
+	p = fx_put(f);
+	ok(p, 'h', "hs", 0, "sl/x");
+	ok(p, 'd', "sub", 0755, NULL);
+	ok(p, 'f', "sub/x", 0644, NULL);
+	ok(p, 'l', "sl", 0777, "sub");
+	assert_int_equal(sbx_put_finish(p, &E), -1);
+	assert_non_null(strstr(E.msg, "hard-link target path component sl is a symlink"));
+	assert_false(exists(f->root, "hs"));
+	if (f->mode != SBX_PUT_DATA) {
+		sbx_put_free(f->p);
+		f->p = NULL;
+		p = fx_put(f);
+		ok(p, 'h', "hk", 0, "so/keep");
+		ok(p, 'l', "so", 0777, f->outside);
+		assert_int_equal(sbx_put_finish(p, &E), -1);
+		assert_non_null(strstr(E.msg, "path component so is a symlink"));
+		assert_false(exists(f->root, "hk"));
+	}
+	/* Two pending links naming each other: neither target ever exists as a file. */
+	sbx_put_free(f->p);
+	f->p = NULL;
+	p = fx_put(f);
+	ok(p, 'h', "ca", 0, "cb");
+	ok(p, 'h', "cb", 0, "ca");
+	assert_int_equal(sbx_put_finish(p, &E), -1);
+	assert_non_null(strstr(E.msg, "does not exist"));
+	/* A pending link to itself through another spelling is still "itself". */
+	no(p, 'h', "self", "./self", "hard link to itself");
 }
 
 /* 12: hard links inside the root, to earlier members up and down the tree and to symlinks. */
@@ -532,9 +590,45 @@ static void c12(struct fx *f)
 	ok(p, 'h', "hs", 0, "s");
 	ok(p, 'l', "sd", 0777, "dangling");
 	ok(p, 'h', "hsd", 0, "sd");
-	/* A hard link to a member not yet placed has nothing to link: refused. */
-	no(p, 'h', "fw", "later", "does not exist");
+	/* Forward references: made at finish, once their targets exist: to a later file (also
+	 * from deeper down and into a directory that gets mode 0555), to a later symlink, a
+	 * chain through another pending link, and a pending link redefined by later members
+	 * (the last definition wins). */
+	ok(p, 'h', "fw", 0, "later");
+	ok(p, 'h', "q/r/fw2", 0, "./later");
+	ok(p, 'h', "ro/in", 0, "later");
+	ok(p, 'h', "chain", 0, "fw");
+	ok(p, 'h', "fws", 0, "lsym");
+	ok(p, 'h', "redef", 0, "later");
+	ok(p, 'f', "redef", 0640, NULL);
+	ok(p, 'h', "twice", 0, "later");
+	ok(p, 'h', "twice", 0, "later2");
+	ok(p, 'd', "ro", 0555, NULL);
+	ok(p, 'f', "later", 0604, NULL);
+	ok(p, 'f', "later2", 0600, NULL);
+	ok(p, 'l', "lsym", 0777, "a");
+	assert_false(exists(f->root, "fw"));
+	finish_ok(p);
 	struct stat a, b;
+	assert_int_equal(lstat_at(f->root, "later", &a), 0);
+	const char *same_as_later[] = {"fw", "q/r/fw2", "ro/in", "chain"};
+	for (size_t i = 0; i < 4; i++) {
+		assert_int_equal(lstat_at(f->root, same_as_later[i], &b), 0);
+		assert_int_equal(a.st_ino, b.st_ino);
+	}
+	assert_int_equal(a.st_nlink, 5);
+	assert_string_equal(read_at(f->root, "fw"), "data:later");
+	assert_int_equal(mode_at(f->root, "ro"), f->mode == SBX_PUT_SANDBOX ? 0555 : 0755);
+	assert_int_equal(lstat_at(f->root, "lsym", &a), 0);
+	assert_int_equal(lstat_at(f->root, "fws", &b), 0);
+	assert_true(S_ISLNK(b.st_mode));
+	assert_int_equal(a.st_ino, b.st_ino);
+	assert_int_equal(lstat_at(f->root, "redef", &b), 0);
+	assert_int_equal(b.st_nlink, 1);
+	assert_string_equal(read_at(f->root, "redef"), "data:redef");
+	assert_int_equal(lstat_at(f->root, "later2", &a), 0);
+	assert_int_equal(lstat_at(f->root, "twice", &b), 0);
+	assert_int_equal(a.st_ino, b.st_ino);
 	assert_int_equal(lstat_at(f->root, "a", &a), 0);
 	assert_int_equal(lstat_at(f->root, "back", &b), 0);
 	assert_int_equal(a.st_ino, b.st_ino);
@@ -1053,6 +1147,7 @@ CASE(c10a, MALL)
 CASE(c10b, MALL)
 CASE(c10c, MALL)
 CASE(c11, MALL)
+CASE(c11_forward, MALL)
 CASE(c12, MALL)
 CASE(c13, MALL)
 CASE(c14, MALL)
@@ -1097,20 +1192,35 @@ static int group_teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(member_names),  cmocka_unit_test(member_links),
-	        cmocka_unit_test(t_c01),         cmocka_unit_test(t_c02),
-	        cmocka_unit_test(t_c04),         cmocka_unit_test(t_c05),
-	        cmocka_unit_test(t_c06),         cmocka_unit_test(t_c07),
-	        cmocka_unit_test(t_c08),         cmocka_unit_test(t_c09),
-	        cmocka_unit_test(t_c10a),        cmocka_unit_test(t_c10b),
-	        cmocka_unit_test(t_c10c),        cmocka_unit_test(t_c11),
-	        cmocka_unit_test(t_c12),         cmocka_unit_test(t_c13),
-	        cmocka_unit_test(t_c14),         cmocka_unit_test(t_c16),
-	        cmocka_unit_test(t_c17),         cmocka_unit_test(t_c18),
-	        cmocka_unit_test(t_c19),         cmocka_unit_test(t_c20),
-	        cmocka_unit_test(racer_control), cmocka_unit_test(t_rt_links),
-	        cmocka_unit_test(t_rt_names),    cmocka_unit_test(t_rt_deep),
-	        cmocka_unit_test(t_rt_usage),    cmocka_unit_test(openat2_filtered),
+	        cmocka_unit_test(member_names),
+	        cmocka_unit_test(member_links),
+	        cmocka_unit_test(t_c01),
+	        cmocka_unit_test(t_c02),
+	        cmocka_unit_test(t_c04),
+	        cmocka_unit_test(t_c05),
+	        cmocka_unit_test(t_c06),
+	        cmocka_unit_test(t_c07),
+	        cmocka_unit_test(t_c08),
+	        cmocka_unit_test(t_c09),
+	        cmocka_unit_test(t_c10a),
+	        cmocka_unit_test(t_c10b),
+	        cmocka_unit_test(t_c10c),
+	        cmocka_unit_test(t_c11),
+	        cmocka_unit_test(t_c11_forward),
+	        cmocka_unit_test(t_c12),
+	        cmocka_unit_test(t_c13),
+	        cmocka_unit_test(t_c14),
+	        cmocka_unit_test(t_c16),
+	        cmocka_unit_test(t_c17),
+	        cmocka_unit_test(t_c18),
+	        cmocka_unit_test(t_c19),
+	        cmocka_unit_test(t_c20),
+	        cmocka_unit_test(racer_control),
+	        cmocka_unit_test(t_rt_links),
+	        cmocka_unit_test(t_rt_names),
+	        cmocka_unit_test(t_rt_deep),
+	        cmocka_unit_test(t_rt_usage),
+	        cmocka_unit_test(openat2_filtered),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -1,0 +1,452 @@
+/* The unpack loop: libarchive's tar reader over a read callback that hashes (and tees) every
+ * byte, each entry turned into a struct sbx_put_member for tree_put, file data written block by
+ * block at its offset (so holes stay holes). libarchive reads any unknown tar type flag as a
+ * regular file (POSIX says so); the bytes of each entry's headers are kept until the entry is
+ * returned, so its real type flag is read from them and unknown types are refused instead. */
+#include "unpack.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <locale.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "member.h"
+
+#define CHUNK 65536
+/* libarchive refuses extension headers past 1 MiB and nests at most 32 of them. */
+#define MAX_EXT_SIZE (1 << 20)
+#define MAX_EXT_HEADERS 64
+#define NO_PIN UINT64_MAX
+
+struct unpack {
+	const struct sbx_unpack_opts *o;
+	struct sbx_unpack_stats *st;
+	struct sbx_err *e;
+	struct archive *a;
+	struct sbx_sha256 sha;
+	/* The window: stream bytes [base, base + len) that libarchive may still parse, or that
+	 * an entry's header walk needs (everything from pin on). */
+	unsigned char *win;
+	size_t len, cap;
+	uint64_t base, pin;
+	int in_eof;
+	int in_errno, tee_errno; /* a failed read (or tee write), for SBX_EUNAVAILABLE */
+	int in_failed, tee_failed;
+};
+
+static int tee(struct unpack *u, const unsigned char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(u->o->tee_fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			u->tee_failed = 1;
+			u->tee_errno = w < 0 ? errno : EIO;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Reads up to CHUNK bytes from in_fd to the end of the window, hashing and teeing them.
+ * Returns the count, 0 at EOF, -1 on failure. */
+static ssize_t fill(struct unpack *u)
+{
+	if (u->in_eof)
+		return 0;
+	if (u->cap - u->len < CHUNK) {
+		size_t n = u->len + CHUNK;
+		unsigned char *w = realloc(u->win, n);
+		if (w == NULL) {
+			u->in_failed = 1;
+			u->in_errno = ENOMEM;
+			return -1;
+		}
+		u->win = w;
+		u->cap = n;
+	}
+	ssize_t n;
+	do
+		n = read(u->o->in_fd, u->win + u->len, CHUNK);
+	while (n < 0 && errno == EINTR);
+	if (n < 0) {
+		u->in_failed = 1;
+		u->in_errno = errno;
+		return -1;
+	}
+	if (n == 0) {
+		u->in_eof = 1;
+		return 0;
+	}
+	sbx_sha256_update(&u->sha, u->win + u->len, (size_t)n);
+	if (u->o->tee_fd >= 0 && tee(u, u->win + u->len, (size_t)n) != 0)
+		return -1;
+	u->st->archive_bytes += (uint64_t)n;
+	u->len += (size_t)n;
+	return n;
+}
+
+/* libarchive's read callback. Bytes before what libarchive has consumed (and before the pin)
+ * are never needed again: they leave the window. The previous block may be moved, which
+ * libarchive allows: it holds on to a client block only until it asks for the next. */
+static la_ssize_t in_read(struct archive *a, void *ctx, const void **buf)
+{
+	struct unpack *u = ctx;
+	la_int64_t consumed = archive_filter_bytes(a, 0);
+	uint64_t keep = consumed > 0 ? (uint64_t)consumed : 0;
+	if (u->pin < keep)
+		keep = u->pin;
+	if (keep > u->base) {
+		uint64_t drop = keep - u->base;
+		size_t d = drop < u->len ? (size_t)drop : u->len;
+		memmove(u->win, u->win + d, u->len - d);
+		u->len -= d;
+		u->base += d;
+	}
+	size_t at = u->len;
+	ssize_t n = fill(u);
+	*buf = u->win + at;
+	return n;
+}
+
+/* The window's bytes [off, off + n), or NULL when they are not all there. */
+static const unsigned char *window_at(const struct unpack *u, uint64_t off, size_t n)
+{
+	if (off < u->base || off - u->base > u->len || u->len - (off - u->base) < n)
+		return NULL;
+	return u->win + (off - u->base);
+}
+
+/* A tar number field as libarchive reads it: base-256 when the top bit is set, else octal
+ * after leading blanks. -1 when it does not fit. */
+static int64_t tar_number(const unsigned char *p, size_t n)
+{
+	if (p[0] & 0x80) {
+		if (p[0] != 0x80)
+			return -1; /* negative, or past 2^63 */
+		uint64_t v = 0;
+		for (size_t i = 1; i < n; i++) {
+			if (v >> 55)
+				return -1;
+			v = (v << 8) | p[i];
+		}
+		return v > INT64_MAX ? -1 : (int64_t)v;
+	}
+	size_t i = 0;
+	while (i < n && (p[i] == ' ' || p[i] == '\t'))
+		i++;
+	int64_t v = 0;
+	for (; i < n && p[i] >= '0' && p[i] <= '7'; i++) {
+		if (v > (INT64_MAX >> 3))
+			return -1;
+		v = (v << 3) | (p[i] - '0');
+	}
+	return v;
+}
+
+/* The type flag of the entry libarchive just returned, read from its own header block: the
+ * walk starts at the entry's first header and steps over the extension headers the way
+ * libarchive does ('V' has no body it reads). -1 when the headers cannot be followed. */
+static int raw_type(const struct unpack *u, uint64_t off, uint64_t consumed)
+{
+	for (int i = 0; i < MAX_EXT_HEADERS; i++) {
+		const unsigned char *h = window_at(u, off, 512);
+		if (h == NULL || off + 512 > consumed)
+			return -1;
+		int t = h[156];
+		if (t == 'V') {
+			off += 512;
+			continue;
+		}
+		if (t != 'x' && t != 'g' && t != 'X' && t != 'L' && t != 'K' && t != 'A')
+			return t;
+		int64_t size = tar_number(h + 124, 12);
+		if (size < 0 || size > MAX_EXT_SIZE)
+			return -1;
+		off += 512 + (((uint64_t)size + 511) & ~(uint64_t)511);
+	}
+	return -1;
+}
+
+/* Type flags with a meaning libarchive keeps (it maps them to file types itself). Everything
+ * else (GNU 'M' volume continuation, 'N' rename script, any unknown letter) is refused. */
+static int known_type(int t)
+{
+	return t == '\0' || (t >= '0' && t <= '7') || t == 'S' || t == 'D';
+}
+
+static int member_type(struct archive_entry *en)
+{
+	if (archive_entry_hardlink(en) != NULL)
+		return 'h';
+	switch (archive_entry_filetype(en)) {
+	case AE_IFREG:
+		return 'f';
+	case AE_IFDIR:
+		return 'd';
+	case AE_IFLNK:
+		return 'l';
+	case AE_IFIFO:
+		return 'p';
+	case AE_IFCHR:
+		return 'c';
+	case AE_IFBLK:
+		return 'b';
+	case AE_IFSOCK:
+		return 's';
+	default:
+		return '?';
+	}
+}
+
+static const char *arch_msg(struct archive *a)
+{
+	const char *m = archive_error_string(a);
+	return m != NULL ? m : "unreadable";
+}
+
+/* A failure of libarchive: the input or the tee when one of them failed, else the archive. */
+static int arch_fail(struct unpack *u, const char *where)
+{
+	if (u->in_failed)
+		return sbx_err_set(u->e, SBX_EUNAVAILABLE, u->in_errno,
+		                   "reading the archive stream");
+	if (u->tee_failed)
+		return sbx_err_set(u->e, SBX_EUNAVAILABLE, u->tee_errno,
+		                   "writing the archive copy");
+	return sbx_err_set(u->e, SBX_ETRANSFER, 0, "archive: %s%s", arch_msg(u->a), where);
+}
+
+/* Only one warning is harmless: a pax name that is not text in this (C) locale, which
+ * libarchive then hands over as the bytes stored. Any other warning (malformed pax records,
+ * an unknown sparse format, too many extension headers) means libarchive read the entry
+ * differently from what the archive says: refused. */
+static int harmless_warning(struct archive *a)
+{
+	const char *m = archive_error_string(a);
+	return m != NULL && strstr(m, " can't be converted from ") != NULL;
+}
+
+/* Streams the entry's data into fd at the offsets libarchive gives (holes are skipped), then
+ * sets the size. */
+static int put_data(struct unpack *u, struct archive_entry *en, int fd, const char *name)
+{
+	int64_t size = archive_entry_size(en);
+	int64_t end = 0;
+	if (size < 0)
+		return sbx_err_set(u->e, SBX_ETRANSFER, 0, "archive: %s has no size", name);
+	for (;;) {
+		const void *buf;
+		size_t n;
+		la_int64_t off;
+		int r = archive_read_data_block(u->a, &buf, &n, &off);
+		if (r == ARCHIVE_EOF)
+			break;
+		if (r != ARCHIVE_OK)
+			return arch_fail(u, " (reading data)");
+		if (off < 0 || (uint64_t)off > (uint64_t)size || n > (uint64_t)(size - off))
+			return sbx_err_set(u->e, SBX_ETRANSFER, 0,
+			                   "archive: a data block of %s lies beyond its size",
+			                   name);
+		const char *p = buf;
+		size_t left = n;
+		off_t at = (off_t)off;
+		while (left > 0) {
+			ssize_t w = pwrite(fd, p, left, at);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				return sbx_err_set(u->e, SBX_ETRANSFER, w < 0 ? errno : EIO,
+				                   "member %s: cannot write its data", name);
+			p += w;
+			left -= (size_t)w;
+			at += w;
+		}
+		u->st->data_bytes += n;
+		if (off + (int64_t)n > end)
+			end = off + (int64_t)n;
+	}
+	if (end < size && ftruncate(fd, (off_t)size) != 0)
+		return sbx_err_set(u->e, SBX_ETRANSFER, errno, "member %s: cannot set its size",
+		                   name);
+	return 0;
+}
+
+static unsigned readable_mode(unsigned mode, int type)
+{
+	mode |= 0444;
+	if (type == 'd' || (mode & 0111))
+		mode |= 0111;
+	return mode;
+}
+
+/* One entry, just returned by libarchive. */
+static int put_entry(struct unpack *u, struct sbx_put *p, struct archive_entry *en, int raw)
+{
+	const char *name = archive_entry_pathname(en);
+	struct sbx_put_member m = {
+	        .name = name != NULL ? name : "",
+	        .type = known_type(raw) ? member_type(en) : raw,
+	        .mode = (unsigned)archive_entry_mode(en) & 07777u,
+	        .uid = (long long)archive_entry_uid(en),
+	        .gid = (long long)archive_entry_gid(en),
+	        .mtime_sec =
+	                archive_entry_mtime_is_set(en) ? (long long)archive_entry_mtime(en) : 0,
+	        .mtime_nsec = archive_entry_mtime_is_set(en) ? archive_entry_mtime_nsec(en) : 0,
+	};
+	if (m.type == 'h')
+		m.link = archive_entry_hardlink(en);
+	else if (m.type == 'l')
+		m.link = archive_entry_symlink(en) != NULL ? archive_entry_symlink(en) : "";
+	if (u->o->readable && (m.type == 'f' || m.type == 'd'))
+		m.mode = readable_mode(m.mode, m.type);
+	int fd = -1;
+	if (sbx_put_begin(p, &m, &fd, u->e) != 0)
+		return -1;
+	switch (m.type) {
+	case 'f':
+		if (put_data(u, en, fd, m.name) != 0) {
+			close(fd);
+			return -1;
+		}
+		if (sbx_put_end_file(p, fd, u->e) != 0)
+			return -1;
+		u->st->files++;
+		break;
+	case 'd':
+		u->st->dirs += !sbx_member_is_root(m.name);
+		break;
+	case 'l':
+		u->st->symlinks++;
+		break;
+	default:
+		u->st->hardlinks++;
+		break;
+	}
+	return 0;
+}
+
+/* The end: libarchive stopped at a block of zeros, or at the end of the input on a block
+ * boundary (some writers omit the marker; a cut stream looks the same). Only two zero blocks
+ * right after the last entry count as the end. */
+static int check_end(struct unpack *u, uint64_t hp)
+{
+	la_int64_t c = archive_filter_bytes(u->a, 0);
+	uint64_t consumed = c > 0 ? (uint64_t)c : 0;
+	const unsigned char *z = consumed >= 1024 ? window_at(u, consumed - 1024, 1024) : NULL;
+	int zero = z != NULL && consumed - 1024 >= hp;
+	for (size_t i = 0; zero && i < 1024; i++)
+		zero = z[i] == 0;
+	if (!zero)
+		return sbx_err_set(u->e, SBX_ETRANSFER, 0,
+		                   "archive: truncated (no end-of-archive marker)");
+	return 0;
+}
+
+/* Reads in_fd to its end, hashing and teeing: the digest covers what the sender sent. */
+static int drain(struct unpack *u)
+{
+	for (;;) {
+		u->len = 0;
+		u->base = 0;
+		ssize_t n = fill(u);
+		if (n == 0)
+			return 0;
+		if (n < 0)
+			return arch_fail(u, "");
+	}
+}
+
+static int run(struct unpack *u, struct sbx_put *p)
+{
+	struct archive *a = u->a;
+	if (archive_read_support_format_tar(a) != ARCHIVE_OK ||
+	    archive_read_set_format_option(a, "tar", "mac-ext", NULL) != ARCHIVE_OK ||
+	    archive_read_open(a, u, NULL, in_read, NULL) != ARCHIVE_OK)
+		return arch_fail(u, "");
+	uint64_t count = 0;
+	for (;;) {
+		/* Skip what is left of the previous entry first, so the pin marks exactly where
+		 * the next entry's headers begin. */
+		if (count > 0 && archive_read_data_skip(a) != ARCHIVE_OK)
+			return arch_fail(u, "");
+		la_int64_t c = archive_filter_bytes(a, 0);
+		u->pin = c > 0 ? (uint64_t)c : 0;
+		struct archive_entry *en;
+		int r = archive_read_next_header(a, &en);
+		uint64_t hp = u->pin;
+		if (r == ARCHIVE_EOF) {
+			if (check_end(u, hp) != 0)
+				return -1;
+			break;
+		}
+		if (r != ARCHIVE_OK && !(r == ARCHIVE_WARN && harmless_warning(a)))
+			return arch_fail(u, "");
+		if ((uint64_t)archive_read_header_position(a) != hp)
+			return sbx_err_set(
+			        u->e, SBX_ETRANSFER, 0,
+			        "archive: the entry's header is not where it was expected");
+		c = archive_filter_bytes(a, 0);
+		int raw = raw_type(u, hp, c > 0 ? (uint64_t)c : 0);
+		u->pin = NO_PIN;
+		if (raw < 0)
+			return sbx_err_set(u->e, SBX_ETRANSFER, 0,
+			                   "archive: the headers of entry %llu cannot be followed",
+			                   (unsigned long long)count + 1);
+		if (u->o->max_members > 0 && count >= u->o->max_members)
+			return sbx_err_set(u->e, SBX_ETRANSFER, 0,
+			                   "archive: more than %llu members",
+			                   (unsigned long long)u->o->max_members);
+		count++;
+		if (put_entry(u, p, en, raw) != 0)
+			return -1;
+	}
+	if (drain(u) != 0)
+		return -1;
+	return sbx_put_finish(p, u->e);
+}
+
+int sbx_unpack(const struct sbx_unpack_opts *o, struct sbx_unpack_stats *st, struct sbx_err *e)
+{
+	struct sbx_unpack_stats local;
+	if (st == NULL)
+		st = &local;
+	memset(st, 0, sizeof *st);
+	if (o == NULL || o->in_fd < 0)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "sbx_unpack: no input");
+	struct unpack u = {.o = o, .st = st, .e = e, .pin = NO_PIN};
+	sbx_sha256_init(&u.sha);
+	struct sbx_put *p = NULL;
+	if (sbx_put_open(&p, o->root_fd, o->mode, o->force_walk, e) != 0)
+		return -1;
+	/* libarchive turns pax names that are not marked BINARY from UTF-8 into the current
+	 * locale's charset, and in a UTF-8 locale normalizes them to NFC. In the C locale that
+	 * conversion fails for any non-ASCII byte and the stored bytes are used as they are:
+	 * names arrive exactly as archived. uselocale is per thread: the caller's is restored. */
+	locale_t c_loc = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+	locale_t old = c_loc != (locale_t)0 ? uselocale(c_loc) : (locale_t)0;
+	int rc = -1;
+	u.a = archive_read_new();
+	if (u.a == NULL)
+		sbx_err_set(e, SBX_ETRANSFER, ENOMEM, "archive: cannot start reading");
+	else
+		rc = run(&u, p);
+	if (u.a != NULL)
+		archive_read_free(u.a);
+	if (old != (locale_t)0)
+		uselocale(old);
+	if (c_loc != (locale_t)0)
+		freelocale(c_loc);
+	st->owners_kept = sbx_put_owners_kept(p);
+	sbx_put_free(p);
+	free(u.win);
+	sbx_sha256_final(&u.sha, st->sha256);
+	return rc;
+}
