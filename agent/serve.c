@@ -24,6 +24,7 @@
 #include "probe.h"
 #include "proto.h"
 #include "supctl.h"
+#include "xfer.h"
 
 /* Bulk bytes queued for stdout past which the agent stops reading jobs' pipes. */
 #define BULK_LIMIT (2u * 1024u * 1024u)
@@ -47,6 +48,11 @@ struct job {
 	uint8_t *inbuf;
 	size_t in_len, in_off;
 	int in_end;
+	/* transfer jobs (xfer.h): no stderr channel; the child's RESPONSE comes on fd_res */
+	int xfer, upload;
+	int fd_res, fd_commit;
+	uint8_t *res;
+	size_t res_len;
 };
 
 struct serve {
@@ -113,6 +119,15 @@ static void close_fd(int *fd)
 
 static void kill_job(struct job *j)
 {
+	if (j->xfer) {
+		/* A transfer child is not killed: its pipes close, so it stops, removes its
+		 * staging folder and reports. */
+		close_fd(&j->fd_commit);
+		close_fd(&j->fd_in);
+		j->in_end = 1;
+		close_fd(&j->fd_out);
+		return;
+	}
 	if (!j->reaped)
 		kill(-j->pid, SIGKILL);
 }
@@ -135,6 +150,7 @@ static void start_exec(struct serve *s, uint32_t stream, const uint8_t *p, size_
 		respond_error(s, stream, SBX_ETRANSFER, ENOMEM, "exec job");
 		return;
 	}
+	j->fd_res = j->fd_commit = -1;
 	j->start_ns = now_ns();
 	if (sbx_exec_spawn(&req, &j->sp, &e) != 0) {
 		sbx_exec_req_free(&req);
@@ -161,6 +177,83 @@ static void start_exec(struct serve *s, uint32_t stream, const uint8_t *p, size_
 	j->next = s->jobs;
 	s->jobs = j;
 	s->njobs++;
+}
+
+static void start_xfer(struct serve *s, uint32_t stream, int upload, const uint8_t *p, size_t len)
+{
+	struct sbx_xfer_req req;
+	struct sbx_err e;
+	if (s->njobs >= MAX_JOBS) {
+		respond_error(s, stream, SBX_EUSAGE, 0, "too many jobs running at once");
+		return;
+	}
+	if (sbx_xfer_parse(upload, p, len, &req, &e) != 0) {
+		respond_error(s, stream, e.cls, e.errnum, e.msg);
+		return;
+	}
+	struct job *j = calloc(1, sizeof *j);
+	uint8_t *res = malloc(SBX_XFER_RES_MAX);
+	struct sbx_xfer_child c;
+	if (j == NULL || res == NULL || sbx_xfer_spawn(&req, &c, &e) != 0) {
+		if (j == NULL || res == NULL)
+			sbx_err_set(&e, SBX_ETRANSFER, ENOMEM, "transfer job");
+		free(j);
+		free(res);
+		sbx_xfer_req_free(&req);
+		respond_error(s, stream, e.cls, e.errnum, e.msg);
+		return;
+	}
+	sbx_xfer_req_free(&req);
+	j->start_ns = now_ns();
+	j->stream = stream;
+	j->xfer = 1;
+	j->upload = upload;
+	j->res = res;
+	j->pid = c.pid;
+	j->fd_in = c.fd_in;
+	j->fd_out = c.fd_out;
+	j->fd_err = -1;
+	j->fd_res = c.fd_res;
+	j->fd_commit = c.fd_commit;
+	for (int i = 0; i < 4; i++) {
+		int fd = i == 0 ? j->fd_in : i == 1 ? j->fd_out : i == 2 ? j->fd_res : j->fd_commit;
+		if (fd >= 0)
+			fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	}
+	j->linger_left_ns = 60 * 1000000000LL;
+	for (int ch = 0; ch < SBX_CH_COUNT; ch++)
+		sbx_credit_tx_init(&j->tx[ch], s->host_window);
+	sbx_credit_rx_init(&j->rx_in, SBX_WINDOW_DEFAULT);
+	j->in_end = !upload;
+	j->next = s->jobs;
+	s->jobs = j;
+	s->njobs++;
+}
+
+/* COMMIT: hands the host's SHA-256 to the waiting upload child (which compares, then moves
+ * the tree into place or discards it). */
+static void commit_xfer(struct serve *s, const struct sbx_frame *f, struct sbx_msgw *w)
+{
+	struct sbx_field fl;
+	int64_t id = 0;
+	if (sbx_msg_find(f->payload, f->len, SBX_T_JOB, &fl) != 1 || sbx_field_i64(&fl, &id) != 0 ||
+	    sbx_msg_find(f->payload, f->len, SBX_T_SHA256, &fl) != 1 || fl.len != 32) {
+		sbx_msgw_i64(w, SBX_T_STATUS, SBX_EUSAGE);
+		sbx_msgw_str(w, SBX_T_MESSAGE, "COMMIT needs JOB and a 32-byte SHA256");
+		return;
+	}
+	struct job *j = find_job(s, (uint32_t)id);
+	if (j == NULL || !j->upload || j->fd_commit < 0) {
+		sbx_msgw_i64(w, SBX_T_STATUS, SBX_EUSAGE);
+		sbx_msgw_str(w, SBX_T_MESSAGE, "no upload waiting for COMMIT on that stream");
+		return;
+	}
+	ssize_t n;
+	do
+		n = write(j->fd_commit, fl.val, 32);
+	while (n < 0 && errno == EINTR);
+	close_fd(&j->fd_commit);
+	sbx_msgw_i64(w, SBX_T_STATUS, 0);
 }
 
 static void on_request(struct serve *s, const struct sbx_frame *f)
@@ -193,6 +286,13 @@ static void on_request(struct serve *s, const struct sbx_frame *f)
 	case SBX_OP_EXEC:
 		start_exec(s, f->stream, f->payload, f->len);
 		return;
+	case SBX_OP_UPLOAD:
+	case SBX_OP_DOWNLOAD:
+		start_xfer(s, f->stream, v == SBX_OP_UPLOAD, f->payload, f->len);
+		return;
+	case SBX_OP_COMMIT:
+		commit_xfer(s, f, &w);
+		break;
 	case SBX_OP_SUP_RUN:
 		sbx_supctl_run(f->payload, f->len, &w);
 		break;
@@ -438,8 +538,60 @@ static void pump_in(struct serve *s, struct job *j)
 		close_fd(&j->fd_in);
 }
 
+/* Reads the child's result (a RESPONSE payload) until EOF. */
+static void read_res(struct job *j)
+{
+	for (;;) {
+		if (j->res_len == SBX_XFER_RES_MAX) {
+			close_fd(&j->fd_res); /* oversized: dropped below */
+			j->res_len = SBX_XFER_RES_MAX + 1;
+			return;
+		}
+		ssize_t n = read(j->fd_res, j->res + j->res_len, SBX_XFER_RES_MAX - j->res_len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			close_fd(&j->fd_res);
+			return;
+		}
+		j->res_len += (size_t)n;
+	}
+}
+
+static void finish_xfer(struct serve *s, struct job *j)
+{
+	struct sbx_field f;
+	int64_t v;
+	int exited = WIFEXITED(j->status) && WEXITSTATUS(j->status) <= 1;
+	if (exited && j->res_len <= SBX_XFER_RES_MAX && j->res_len > 0 &&
+	    sbx_msg_find(j->res, j->res_len, SBX_T_STATUS, &f) == 1 && sbx_field_i64(&f, &v) == 0) {
+		sbx_outq_push(&s->out, SBX_LANE_BULK, SBX_F_RESPONSE, 0, j->stream, NULL, 0, j->res,
+		              j->res_len);
+		return;
+	}
+	char msg[160];
+	if (WIFSIGNALED(j->status))
+		snprintf(msg, sizeof msg, "the transfer process was killed by signal %d",
+		         WTERMSIG(j->status));
+	else
+		snprintf(msg, sizeof msg, "the transfer process ended (code %d) without a result",
+		         WEXITSTATUS(j->status));
+	struct sbx_msgw w;
+	sbx_msgw_init(&w, s->resp, SBX_FRAME_MAX_PAYLOAD);
+	sbx_msgw_i64(&w, SBX_T_STATUS, SBX_ETRANSFER);
+	sbx_msgw_str(&w, SBX_T_MESSAGE, msg);
+	sbx_outq_push(&s->out, SBX_LANE_BULK, SBX_F_RESPONSE, 0, j->stream, NULL, 0, s->resp,
+	              w.len);
+}
+
 static void finish_job(struct serve *s, struct job *j)
 {
+	if (j->xfer) {
+		finish_xfer(s, j);
+		return;
+	}
 	struct sbx_msgw w;
 	sbx_msgw_init(&w, s->resp, SBX_FRAME_MAX_PAYLOAD);
 	sbx_msgw_i64(&w, SBX_T_STATUS, 0);
@@ -519,10 +671,14 @@ static int tend_jobs(struct serve *s)
 				next = now + j->linger_left_ns;
 			}
 		}
-		if (j->reaped && j->fd_out < 0 && j->fd_err < 0) {
+		if (j->reaped && j->xfer && j->fd_res >= 0)
+			read_res(j);
+		if (j->reaped && j->fd_out < 0 && j->fd_err < 0 && (!j->xfer || j->fd_res < 0)) {
 			finish_job(s, j);
 			close_fd(&j->fd_in);
+			close_fd(&j->fd_commit);
 			*pp = j->next;
+			free(j->res);
 			free(j->inbuf);
 			free(j);
 			s->njobs--;
@@ -538,9 +694,9 @@ static int tend_jobs(struct serve *s)
 
 static int loop(struct serve *s)
 {
-	struct pollfd pfd[3 + 3 * MAX_JOBS];
-	struct job *owner[3 + 3 * MAX_JOBS];
-	int chan[3 + 3 * MAX_JOBS];
+	struct pollfd pfd[3 + 4 * MAX_JOBS];
+	struct job *owner[3 + 4 * MAX_JOBS];
+	int chan[3 + 4 * MAX_JOBS];
 	for (;;) {
 		int timeout = tend_jobs(s);
 		if (s->fatal[0] != '\0')
@@ -570,6 +726,10 @@ static int loop(struct serve *s)
 				pfd[n] = (struct pollfd){.fd = j->fd_in, .events = POLLOUT};
 				owner[n] = j, chan[n++] = SBX_CH_STDIN;
 			}
+			if (j->fd_res >= 0 && j->xfer) {
+				pfd[n] = (struct pollfd){.fd = j->fd_res, .events = POLLIN};
+				owner[n] = j, chan[n++] = -1;
+			}
 		}
 		int r = poll(pfd, (nfds_t)n, timeout);
 		if (r < 0) {
@@ -589,6 +749,8 @@ static int loop(struct serve *s)
 				} else {
 					flush_output(s);
 				}
+			} else if (chan[i] == -1) {
+				read_res(owner[i]);
 			} else if (chan[i] == SBX_CH_STDIN) {
 				pump_in(s, owner[i]);
 			} else if (pump_out(s, owner[i], chan[i]) == PUMP_EMPTY &&
@@ -662,8 +824,10 @@ int sbx_serve(int in_fd, int out_fd)
 		struct job *j = s.jobs;
 		s.jobs = j->next;
 		close_fd(&j->fd_in), close_fd(&j->fd_out), close_fd(&j->fd_err);
+		close_fd(&j->fd_res), close_fd(&j->fd_commit);
 		if (!j->reaped)
 			waitpid(j->pid, NULL, 0);
+		free(j->res);
 		free(j->inbuf);
 		free(j);
 	}

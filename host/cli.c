@@ -32,6 +32,15 @@ static void usage(FILE *f)
 	      "       -- ARGV...             run a program (no shell needed); -i streams stdin\n"
 	      "  sh [same options] 'COMMAND' run a shell command line (/bin/sh -c)\n"
 	      "  session                     JSON lines: one request per input line\n"
+	      "  upload-dir [--readable] SRC TARGET       a local folder's contents into TARGET\n"
+	      "  download-dir [--name N]... [--exclude P]... [--skip-unsafe] [--links data|keep]\n"
+	      "       [--archive-copy F] SRC TARGET       a sandbox folder's contents into TARGET\n"
+	      "  upload-path SRC TARGET                   restore a file or folder at TARGET\n"
+	      "  download-path [--exclude P]... [--links data|keep] [--archive-copy F] SRC TARGET\n"
+	      "                              prints dir, file or absent\n"
+	      "  upload-archive [--keep-out D]... ARCHIVE dir|file TARGET\n"
+	      "                              replay a kept archive; exit 1 when diverted\n"
+	      "       (transfers also take --xfer-timeout S, default 600)\n"
 	      "  run --session DIR [--timeout S] [--grace S] [--log-max B] [--user U] [--cwd D]\n"
 	      "      [--env K=V]... [--env-clear] [--key-file F] [--detach] -- ARGV...\n"
 	      "                              run a harness under the supervisor; prints the\n"
@@ -585,7 +594,7 @@ err:
 
 /* ---- session: JSON lines ---- */
 
-static const char *jstr(const struct sbx_json *req, const char *key)
+const char *jstr(const struct sbx_json *req, const char *key)
 {
 	const struct sbx_json *v = sbx_json_get(req, key);
 	size_t len;
@@ -593,8 +602,7 @@ static const char *jstr(const struct sbx_json *req, const char *key)
 	return s != NULL && strlen(s) == len ? s : NULL;
 }
 
-/* A JSON array of strings as a NULL-terminated vector (pointers into the tree). */
-static const char **jstrs(const struct sbx_json *arr, size_t *n, struct sbx_err *e)
+const char **jstrs(const struct sbx_json *arr, size_t *n, struct sbx_err *e)
 {
 	*n = 0;
 	if (arr == NULL || arr->type != SBX_JSON_ARRAY) {
@@ -829,6 +837,26 @@ static int session_one(struct sbx_session *s, const struct sbx_json *req, struct
 	if (strcmp(op, "exec") == 0 || strcmp(op, "sh") == 0)
 		return session_exec(s, req, op[0] == 's', w, e);
 	int rc;
+	if (cli_xfer_session(s, op, req, w, e, &rc))
+		return rc;
+	if (strcmp(op, "remote_kind") == 0) {
+		const char *path = jstr(req, "path");
+		enum sbx_kind k;
+		if (path == NULL)
+			return sbx_err_set(e, SBX_EUSAGE, 0, "remote_kind needs \"path\"");
+		if (sbx_kind(s, path, &k, e) != 0)
+			return -1;
+		sbx_jw_key(w, "ok");
+		sbx_jw_bool(w, 1);
+		sbx_jw_key(w, "kind");
+		if (k == SBX_KIND_ABSENT)
+			sbx_jw_null(w);
+		else
+			sbx_jw_str(w, sbx_kind_name(k));
+		return 0;
+	}
+	if (strcmp(op, "exec_as_root") == 0)
+		return session_exec(s, req, 1, w, e);
 	if (cli_sup_session(s, op, req, w, e, &rc))
 		return rc;
 	return sbx_err_set(e, SBX_EUSAGE, 0, "unknown op \"%s\"", op);
@@ -1020,7 +1048,7 @@ int main(int argc, char **argv)
 	int is_exec = strcmp(cmd, "exec") == 0 || strcmp(cmd, "sh") == 0 || strcmp(cmd, "run") == 0;
 	static const char *const known[] = {"hello",       "ping", "kind", "stat",    "resolve",
 	                                    "lands-clear", "exec", "sh",   "session", NULL};
-	int ok = cli_sup_known(cmd);
+	int ok = cli_sup_known(cmd) || cli_xfer_known(cmd);
 	for (const char *const *k = known; *k != NULL; k++)
 		ok |= strcmp(cmd, *k) == 0;
 	if (!ok) {
@@ -1034,6 +1062,8 @@ int main(int argc, char **argv)
 	int status;
 	if (cli_sup_known(cmd))
 		status = cli_sup(&o, s, cmd, argc - i, argv + i);
+	else if (cli_xfer_known(cmd))
+		status = cli_xfer(&o, s, cmd, argc - i, argv + i);
 	else if (is_exec)
 		status = cmd_exec(&o, s, cmd[0] == 's', argc - i, argv + i);
 	else if (strcmp(cmd, "session") == 0)

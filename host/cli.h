@@ -29,6 +29,18 @@ void json_err(struct sbx_jw *w, const struct sbx_err *e);
 /* Reports a failure (JSON or a line on stderr) and returns status. */
 int fail(const struct opts *o, const struct sbx_err *e, int status);
 
+/* A string member of a JSON request (NULL when missing, not a string, or holding a NUL). */
+const char *jstr(const struct sbx_json *req, const char *key);
+/* A JSON array of strings as a NULL-terminated vector (pointers into the tree); free() it. */
+const char **jstrs(const struct sbx_json *arr, size_t *n, struct sbx_err *e);
+
+/* Transfer commands (cli_xfer.c): upload-dir download-dir upload-path download-path
+ * upload-archive, and the same as JSON-lines ops (upload_dir ...). */
+int cli_xfer_known(const char *cmd);
+int cli_xfer(const struct opts *o, struct sbx_session *s, const char *cmd, int argc, char **argv);
+int cli_xfer_session(struct sbx_session *s, const char *op, const struct sbx_json *req,
+                     struct sbx_jw *w, struct sbx_err *e, int *rc);
+
 /* Supervision commands (cli_sup.c): run stop expire attach output receipt rearm close. */
 int cli_sup_known(const char *cmd);
 int cli_sup(const struct opts *o, struct sbx_session *s, const char *cmd, int argc, char **argv);

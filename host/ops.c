@@ -310,31 +310,42 @@ int sbx_exec_start(struct sbx_session *s, const struct sbx_exec_opts *o, struct 
 	sbx_msgw_i64(&w, SBX_T_STDIN, has_stdin);
 
 	struct sbx_exec *x = calloc(1, sizeof *x);
-	struct sbx_stream *p = x != NULL ? sbx_stream_new(s, SBX_STREAM_EXEC) : NULL;
-	if (p == NULL) {
-		free(x);
+	if (x == NULL) {
 		free(b);
 		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "exec");
 	}
+	int rc = sbx_job_start(s, b, w.len, o, &x->p, e);
+	free(b);
+	if (rc != 0) {
+		free(x);
+		return -1;
+	}
+	x->deadline_ns =
+	        o->timeout_s > 0
+	                ? x->p->start_ns + (int64_t)((o->timeout_s + sbx_session_timeout(s)) * 1e9)
+	                : INT64_MAX;
+	*out = x;
+	return 0;
+}
+
+int sbx_job_start(struct sbx_session *s, const uint8_t *req, size_t len,
+                  const struct sbx_exec_opts *o, struct sbx_stream **out, struct sbx_err *e)
+{
+	*out = NULL;
+	struct sbx_stream *p = sbx_stream_new(s, SBX_STREAM_EXEC);
+	if (p == NULL)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "job");
 	p->opts = o;
 	p->start_ns = sbx_now_ns();
 	for (int c = 0; c < SBX_CH_COUNT; c++)
 		sbx_credit_rx_init(&p->rx[c], SBX_WINDOW_DEFAULT);
 	sbx_credit_tx_init(&p->tx_in, (uint64_t)s->hello.window);
-	p->stdin_done = !has_stdin;
-	x->p = p;
-	x->deadline_ns =
-	        o->timeout_s > 0
-	                ? p->start_ns + (int64_t)((o->timeout_s + sbx_session_timeout(s)) * 1e9)
-	                : INT64_MAX;
-	int rc = sbx_send(s, SBX_LANE_CTRL, SBX_F_REQUEST, 0, p->id, NULL, 0, b, w.len, e);
-	free(b);
-	if (rc != 0) {
+	p->stdin_done = o->stdin_data == NULL && o->stdin_fd < 0;
+	if (sbx_send(s, SBX_LANE_CTRL, SBX_F_REQUEST, 0, p->id, NULL, 0, req, len, e) != 0) {
 		sbx_stream_free(s, p);
-		free(x);
 		return -1;
 	}
-	*out = x;
+	*out = p;
 	return 0;
 }
 

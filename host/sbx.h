@@ -199,6 +199,79 @@ int sbx_exec_wait(struct sbx_session *s, struct sbx_exec *x, struct sbx_exec_res
 /* 1 once the command's result has arrived (sbx_exec_wait will not block). */
 int sbx_exec_done(const struct sbx_exec *x);
 
+/* ---- transfers ----------------------------------------------------------------------------
+ *
+ * File trees move as pax archives streamed over the session: the agent packs and unpacks in
+ * the sandbox (placement by directory fds, never through a symlink, exact modes and numeric
+ * owners as root), libsbx packs local folders and unpacks downloads into a fresh private
+ * staging folder that is moved into place only when complete. Both sides hash the stream
+ * (SHA-256) and the receiver compares before anything is committed. Errors: a refused member
+ * or a failure inside the sandbox is SBX_ETRANSFER naming the member and the rule; a lost
+ * channel is SBX_EUNAVAILABLE; a bad local path SBX_EUSAGE. See docs/transfers.md. */
+
+enum sbx_links {
+	SBX_LINKS_DATA = 0, /* host copy: links leaving the root refused, set-id stripped */
+	SBX_LINKS_KEEP = 1, /* host copy: symlinks kept as symlinks wherever they point */
+};
+
+/* Bytes moved so far (of the archive stream); return 0, or -1 to cancel. */
+typedef int (*sbx_progress_fn)(void *ctx, uint64_t bytes);
+
+struct sbx_xfer_opts {
+	double timeout_s;  /* the whole transfer; 0: 600 s */
+	int make_readable; /* upload_dir: a+rX on the uploaded tree */
+	/* downloads */
+	const char *const *names;   /* NULL-terminated top-level entries, or NULL: everything */
+	int skip_unsafe;            /* skip FIFOs, devices, sockets instead of failing */
+	enum sbx_links links;       /* how the host copy treats symlinks */
+	const char *const *exclude; /* GNU tar default --exclude patterns (NULL-terminated) */
+	const char *archive_copy;   /* keep the agent's archive here, only when accepted */
+	int force_walk;             /* tests: the O_NOFOLLOW walk on both sides */
+	sbx_progress_fn progress;
+	void *ctx;
+};
+void sbx_xfer_opts_init(struct sbx_xfer_opts *o);
+
+struct sbx_xfer_stats {
+	uint64_t files, dirs, links, data_bytes, archive_bytes;
+	uint8_t sha256[32]; /* of the archive stream, equal on both sides */
+	double seconds;
+	char note[512]; /* what the sandbox could not do (a non-root agent), or "" */
+};
+
+/* Contents of the local folder source into target in the sandbox (created when missing;
+ * merged like tar into an existing folder). Modes travel; make_readable adds a+rX. */
+int sbx_upload_dir(struct sbx_session *s, const char *source, const char *target,
+                   const struct sbx_xfer_opts *o, struct sbx_xfer_stats *st, struct sbx_err *e);
+
+/* Contents of the sandbox folder source into the local folder target (created when missing,
+ * merged when it exists), with names / skip_unsafe / links / exclude / archive_copy. */
+int sbx_download_dir(struct sbx_session *s, const char *source, const char *target,
+                     const struct sbx_xfer_opts *o, struct sbx_xfer_stats *st, struct sbx_err *e);
+
+/* A file or folder out of the sandbox: *kind says what source was (SBX_KIND_ABSENT: nothing
+ * was written). A file lands at target with its mode bits (set-id stripped); a folder as
+ * sbx_download_dir. exclude applies to folders only. */
+int sbx_download_path(struct sbx_session *s, const char *source, const char *target,
+                      const struct sbx_xfer_opts *o, enum sbx_kind *kind, struct sbx_xfer_stats *st,
+                      struct sbx_err *e);
+
+/* Restores a local file or folder at target: a folder replaces what is at target (atomically:
+ * staged beside it, then exchanged) and is made world-writable; a file lands in its parent,
+ * created world-writable when missing, an existing parent opened to all where the sandbox
+ * allows (keeping a sticky bit), else only required to be writable. */
+int sbx_upload_path(struct sbx_session *s, const char *source, const char *target,
+                    const struct sbx_xfer_opts *o, struct sbx_xfer_stats *st, struct sbx_err *e);
+
+/* Replays a download's archive_copy byte for byte at target (kind: what download_path said).
+ * The folder it would extract into (target, or a file's parent) is checked with
+ * sbx_lands_clear against keep_out first: when diverted into, above or at a keep_out folder,
+ * nothing is touched, *landed is 0 and *warning (malloc'd, may be NULL) says why. */
+int sbx_upload_archive(struct sbx_session *s, const char *archive, enum sbx_kind kind,
+                       const char *target, const char *const *keep_out, size_t n_keep_out,
+                       const struct sbx_xfer_opts *o, int *landed, char **warning,
+                       struct sbx_xfer_stats *st, struct sbx_err *e);
+
 /* ---- harness supervision ------------------------------------------------------------------
  *
  * A supervisor in the sandbox owns one harness run in a session folder (root-owned 0700): it

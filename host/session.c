@@ -306,6 +306,10 @@ static int on_frame(struct sbx_session *s, const struct sbx_frame *f, struct sbx
 			              "");
 		if ((f->type == SBX_F_PONG) != (p->kind == SBX_STREAM_PING))
 			return breaks(s, e, SBX_EPROTOCOL, 0, "the wrong kind of answer%s", "");
+		if (p->kind == SBX_STREAM_DETACHED) {
+			sbx_stream_free(s, p);
+			return 0;
+		}
 		p->resp = malloc(f->len ? f->len : 1);
 		if (p->resp == NULL)
 			return breaks(s, e, SBX_EUNAVAILABLE, ENOMEM, "response%s", "");

@@ -13,7 +13,8 @@
 #include "proto.h"
 #include "sbx.h"
 
-enum { SBX_STREAM_REQ, SBX_STREAM_PING, SBX_STREAM_EXEC };
+/* DETACHED: a request whose answer nobody waits for (an upload's COMMIT); freed on arrival. */
+enum { SBX_STREAM_REQ, SBX_STREAM_PING, SBX_STREAM_EXEC, SBX_STREAM_DETACHED };
 
 struct sbx_stream {
 	struct sbx_stream *next;
@@ -77,5 +78,10 @@ int sbx_call(struct sbx_session *s, const struct sbx_msgw *w, struct sbx_stream 
 /* A request buffer of need bytes (SBX_EUSAGE past one frame); free() it. */
 uint8_t *sbx_req_buf(size_t need, struct sbx_msgw *w, struct sbx_err *e);
 double sbx_session_timeout(const struct sbx_session *s);
+/* Sends a prepared REQUEST (EXEC, UPLOAD, DOWNLOAD) as a job stream whose stdin comes from o
+ * (stdin_data or stdin_fd) and whose output goes to o->on_output; o must outlive the stream.
+ * Wait with sbx_wait_stream, read p->resp, free with sbx_stream_free. */
+int sbx_job_start(struct sbx_session *s, const uint8_t *req, size_t len,
+                  const struct sbx_exec_opts *o, struct sbx_stream **out, struct sbx_err *e);
 
 #endif

@@ -32,6 +32,10 @@ enum sbx_op {
 	SBX_OP_SUP_READ = 13,  /* bytes of output.log / receipt.json / receipt.sig from an offset */
 	SBX_OP_SUP_REARM = 14, /* begin_activation */
 	SBX_OP_SUP_CLOSE = 15, /* mark the session closing: no later activation */
+	/* transfers (agent/xfer.c): a job like EXEC whose stdin/stdout carry a pax stream */
+	SBX_OP_UPLOAD = 20,   /* stdin: an archive, unpacked into a staging folder, then COMMIT */
+	SBX_OP_DOWNLOAD = 21, /* stdout: the archive of a folder or a file */
+	SBX_OP_COMMIT = 22,   /* the host's SHA-256 of an upload's stream: commit or abort */
 };
 
 /* Capability bits in HELLO. */
@@ -126,6 +130,31 @@ enum sbx_tag {
 	SBX_T_ALIVE = 79,
 	SBX_T_HAS_RECEIPT = 80,
 	SBX_T_ACTIVATION = 81,
+
+	/* transfers */
+	SBX_T_XMODE = 90,      /* UPLOAD: enum sbx_xmode */
+	SBX_T_READABLE = 91,   /* UPLOAD: make_readable (a+rX on every member) */
+	SBX_T_OPEN = 92,       /* UPLOAD: open the target (replace) or parent (merge) to all */
+	SBX_T_FORCE_WALK = 93, /* UPLOAD: the O_NOFOLLOW walk even where openat2 works (tests) */
+	SBX_T_SHA256 = 94,     /* 32 bytes: the SHA-256 of the archive stream */
+	SBX_T_FILES = 95,      /* counts in a transfer result */
+	SBX_T_DIRS = 96,
+	SBX_T_LINKS = 97,
+	SBX_T_JOB = 98,          /* COMMIT: the stream id of the upload */
+	SBX_T_NAMES = 99,        /* DOWNLOAD: repeated; only these top-level entries */
+	SBX_T_EXCLUDE = 100,     /* DOWNLOAD: repeated GNU tar --exclude patterns */
+	SBX_T_SKIP_UNSAFE = 101, /* DOWNLOAD: skip FIFOs, devices and sockets */
+	SBX_T_ARCHIVE_BYTES = 102,
+	SBX_T_SKIPPED = 103,
+	SBX_T_EXCLUDED = 104,
+	SBX_T_STAGE = 105, /* where the staging folder was (for messages) */
+};
+
+/* UPLOAD modes. */
+enum sbx_xmode {
+	SBX_XMODE_MERGE = 0,   /* into the folder, created when missing (upload_dir, a file's
+	                          parent) */
+	SBX_XMODE_REPLACE = 1, /* the folder is replaced by the archive's tree (upload_path) */
 };
 
 enum sbx_exec_outcome {

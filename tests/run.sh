@@ -39,6 +39,22 @@ one() { # name, command...: a check that passes when the command exits 0
 	fi
 }
 
+checks() { # name, command...: a script that prints "  ok: ..." per check; each one counts
+	local name=$1 n
+	shift
+	if "$@" >/tmp/sbx-check.$$ 2>&1; then
+		n=$(grep -c '^  ok: ' /tmp/sbx-check.$$)
+		passed=$((passed + n))
+		grep '^  ok: ' /tmp/sbx-check.$$
+		echo "ok   $name ($n checks)"
+	else
+		failed=$((failed + 1))
+		failures+=("$name")
+		echo "FAIL $name"
+		sed 's/^/     /' /tmp/sbx-check.$$
+	fi
+}
+
 echo "== unit tests (cmocka)"
 export SBX_AGENT_DIR="$top/build/agent"
 cmocka() { # name, command...
@@ -93,9 +109,11 @@ cmocka "test_supervise (negative control, weak build)" confined env SBX_EXPECT_E
 cmocka "test_hs (SandboxSession, channel loss)" confined "$hostdir/tests/test_hs"
 one "sbx session: supervision ops as JSON lines" confined "$top/tests/session_sup.sh" "$hostdir/sbx"
 
-echo "== transfers (groundwork)"
+echo "== transfers"
 one "sbx-agent pack: exact against GNU tar, reproducible, unsafe members, excludes" \
 	"$top/tests/pack_fidelity.sh" "$top/build/agent/x86_64/sbx-agent"
+checks "sbx transfers end to end (local runner, confined)" \
+	"$top/tests/transfer.sh" "$hostdir/sbx" "$top/build/harness/cutter"
 
 echo "== session integration (local, qemu:aarch64)"
 cmocka "test_session local" env SBX_TEST_RUNNER=local "$hostdir/tests/test_session"

@@ -1,0 +1,741 @@
+/* Transfers on the host side: a thread packs (or reads a kept archive) into a pipe the session
+ * streams as the job's stdin, or a thread unpacks what the job's stdout delivers into a
+ * private staging folder; the session loop stays on the caller's thread. See sbx.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "digest.h"
+#include "msg.h"
+#include "pack.h"
+#include "proto.h"
+#include "sbx.h"
+#include "session.h"
+#include "treemove.h"
+#include "unpack.h"
+
+#define STAGE_PREFIX ".sbx-stage"
+
+void sbx_xfer_opts_init(struct sbx_xfer_opts *o)
+{
+	memset(o, 0, sizeof *o);
+}
+
+static const struct sbx_xfer_opts *opts_or_default(const struct sbx_xfer_opts *o,
+                                                   struct sbx_xfer_opts *def)
+{
+	if (o != NULL)
+		return o;
+	sbx_xfer_opts_init(def);
+	return def;
+}
+
+static double timeout_of(const struct sbx_xfer_opts *o)
+{
+	return o->timeout_s > 0 ? o->timeout_s : 600;
+}
+
+/* ---- the response ---- */
+
+static void parse_stats(const uint8_t *p, size_t len, struct sbx_xfer_stats *st, char *kind,
+                        size_t kcap, int *have_sha)
+{
+	struct sbx_msgr rd;
+	struct sbx_field f;
+	*have_sha = 0;
+	sbx_msgr_init(&rd, p, len);
+	while (sbx_msgr_next(&rd, &f) == 1) {
+		int64_t v = 0;
+		sbx_field_i64(&f, &v);
+		switch (f.tag) {
+		case SBX_T_SHA256:
+			if (f.len == 32) {
+				memcpy(st->sha256, f.val, 32);
+				*have_sha = 1;
+			}
+			break;
+		case SBX_T_FILES:
+			st->files = (uint64_t)v;
+			break;
+		case SBX_T_DIRS:
+			st->dirs = (uint64_t)v;
+			break;
+		case SBX_T_LINKS:
+			st->links = (uint64_t)v;
+			break;
+		case SBX_T_BYTES:
+			st->data_bytes = (uint64_t)v;
+			break;
+		case SBX_T_ARCHIVE_BYTES:
+			st->archive_bytes = (uint64_t)v;
+			break;
+		case SBX_T_NOTE:
+			if (f.len < sizeof st->note)
+				sbx_field_str(&f, st->note, sizeof st->note);
+			break;
+		case SBX_T_KIND:
+			if (kind != NULL && f.len < kcap)
+				sbx_field_str(&f, kind, kcap);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+static void hex(const uint8_t *d, char *out)
+{
+	for (int i = 0; i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+/* ---- the source thread (uploads) ---- */
+
+struct source {
+	pthread_t th;
+	int out_fd; /* the pipe's write end; the thread closes it */
+	/* a folder or one entry of it to pack */
+	int root_fd;
+	const char *one[2];
+	const char *as_name;
+	/* or a kept archive to stream */
+	int file_fd;
+	struct sbx_sha256 sha;
+	uint8_t digest[32];
+	uint64_t bytes;
+	int rc;
+	struct sbx_err e;
+};
+
+static void *source_main(void *arg)
+{
+	struct source *src = arg;
+	sigset_t pipe_set;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, NULL); /* EPIPE as a value, never a signal */
+	if (src->file_fd < 0) {
+		struct sbx_pack_opts po = {.root_fd = src->root_fd,
+		                           .names = src->one[0] != NULL ? src->one : NULL,
+		                           .as_name = src->as_name,
+		                           .out_fd = src->out_fd};
+		struct sbx_pack_stats ps;
+		memset(&ps, 0, sizeof ps);
+		src->rc = sbx_pack(&po, &ps, &src->e);
+		memcpy(src->digest, ps.sha256, 32);
+		src->bytes = ps.archive_bytes;
+	} else {
+		uint8_t *buf = malloc(1 << 16);
+		sbx_sha256_init(&src->sha);
+		src->rc =
+		        buf == NULL ? sbx_err_set(&src->e, SBX_EUNAVAILABLE, ENOMEM, "buffer") : 0;
+		while (buf != NULL) {
+			ssize_t n = read(src->file_fd, buf, 1 << 16);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				src->rc =
+				        sbx_err_set(&src->e, SBX_EUSAGE, errno, "read the archive");
+				break;
+			}
+			if (n == 0)
+				break;
+			sbx_sha256_update(&src->sha, buf, (size_t)n);
+			src->bytes += (uint64_t)n;
+			for (ssize_t off = 0; off < n;) {
+				ssize_t w = write(src->out_fd, buf + off, (size_t)(n - off));
+				if (w < 0 && errno == EINTR)
+					continue;
+				if (w < 0) {
+					src->rc = sbx_err_set(&src->e, SBX_EUNAVAILABLE, errno,
+					                      "stream the archive");
+					goto out;
+				}
+				off += w;
+			}
+		}
+	out:
+		sbx_sha256_final(&src->sha, src->digest);
+		free(buf);
+	}
+	close(src->out_fd);
+	src->out_fd = -1;
+	return NULL;
+}
+
+/* Sends the upload request and streams src (already started on pipe read end in_fd). */
+static int run_upload(struct sbx_session *s, struct sbx_msgw *w, struct source *src, int in_fd,
+                      const struct sbx_xfer_opts *o, struct sbx_xfer_stats *st, struct sbx_err *e)
+{
+	struct sbx_exec_opts eo;
+	sbx_exec_opts_init(&eo);
+	eo.stdin_fd = in_fd;
+	struct sbx_stream *p = NULL;
+	int64_t start = sbx_now_ns();
+	int64_t deadline = start + (int64_t)(timeout_of(o) * 1e9);
+	int rc = sbx_job_start(s, w->buf, w->len, &eo, &p, e);
+	int joined = 0, cancelled = 0;
+	uint64_t last_progress = 0;
+	while (rc == 0 && !p->done) {
+		if (p->stdin_done && !joined) {
+			pthread_join(src->th, NULL);
+			joined = 1;
+			if (src->rc != 0) {
+				/* The local side failed: abandon; the agent discards its staging.
+				 */
+				sbx_send(s, SBX_LANE_CTRL, SBX_F_CANCEL, 0, p->id, NULL, 0, NULL, 0,
+				         NULL);
+				cancelled = 1;
+			} else {
+				uint8_t b[128];
+				struct sbx_msgw cw;
+				sbx_msgw_init(&cw, b, sizeof b);
+				sbx_msgw_i64(&cw, SBX_T_OP, SBX_OP_COMMIT);
+				sbx_msgw_i64(&cw, SBX_T_JOB, p->id);
+				sbx_msgw_bytes(&cw, SBX_T_SHA256, src->digest, 32);
+				/* The COMMIT's own answer only says it was delivered; the upload's
+				 * answer tells the outcome, so nobody waits for it. */
+				struct sbx_stream *c = sbx_stream_new(s, SBX_STREAM_DETACHED);
+				if (c == NULL || sbx_send(s, SBX_LANE_BULK, SBX_F_REQUEST, 0, c->id,
+				                          NULL, 0, b, cw.len, e) != 0) {
+					rc = -1;
+					break;
+				}
+			}
+		}
+		if (sbx_now_ns() >= deadline) {
+			rc = sbx_err_set(e, SBX_EUNAVAILABLE, ETIMEDOUT,
+			                 "upload: no result within %.0f s", timeout_of(o));
+			break;
+		}
+		rc = sbx_pump(s, deadline, e);
+		if (o->progress != NULL && p->stdin_off != last_progress) {
+			last_progress = p->stdin_off;
+			if (o->progress(o->ctx, last_progress) != 0 && !cancelled) {
+				sbx_send(s, SBX_LANE_CTRL, SBX_F_CANCEL, 0, p->id, NULL, 0, NULL, 0,
+				         NULL);
+				cancelled = 1;
+			}
+		}
+	}
+	if (!joined) {
+		/* The agent answered early (a refused member) or the channel broke: stop the
+		 * source by closing its pipe; it sees EPIPE. */
+		close(in_fd);
+		in_fd = -1;
+		pthread_join(src->th, NULL);
+	}
+	if (in_fd >= 0)
+		close(in_fd);
+	if (rc == 0)
+		rc = sbx_response_status(p->resp, p->resp_len, e);
+	if (rc == 0 && src->rc != 0) {
+		*e = src->e;
+		rc = -1;
+	}
+	if (rc == 0) {
+		int have_sha = 0;
+		parse_stats(p->resp, p->resp_len, st, NULL, 0, &have_sha);
+		if (!have_sha || memcmp(st->sha256, src->digest, 32) != 0) {
+			char a[65], b[65];
+			hex(src->digest, a);
+			hex(st->sha256, b);
+			rc = sbx_err_set(
+			        e, SBX_EPROTOCOL, 0,
+			        "upload: the agent committed a stream whose SHA-256 (%s) is "
+			        "not the one sent (%s)",
+			        have_sha ? b : "none", a);
+		}
+	} else if (rc != 0 && p != NULL && p->resp != NULL) {
+		parse_stats(p->resp, p->resp_len, st, NULL, 0, &(int){0});
+	}
+	st->seconds = (double)(sbx_now_ns() - start) / 1e9;
+	if (p != NULL)
+		sbx_stream_free(s, p);
+	return rc;
+}
+
+static int start_source(struct source *src, int *in_fd, struct sbx_err *e)
+{
+	int pp[2];
+	if (pipe2(pp, O_CLOEXEC) != 0)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "pipe");
+	fcntl(pp[0], F_SETPIPE_SZ, 1 << 20);
+	fcntl(pp[0], F_SETFL, fcntl(pp[0], F_GETFL) | O_NONBLOCK);
+	src->out_fd = pp[1];
+	if (pthread_create(&src->th, NULL, source_main, src) != 0) {
+		close(pp[0]);
+		close(pp[1]);
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "thread");
+	}
+	*in_fd = pp[0];
+	return 0;
+}
+
+static uint8_t *upload_req(const char *target, int xmode, int readable, int open_all,
+                           const struct sbx_xfer_opts *o, struct sbx_msgw *w, struct sbx_err *e)
+{
+	if (target == NULL || target[0] != '/')
+		return sbx_err_set(e, SBX_EUSAGE, 0, "the target must be an absolute path"), NULL;
+	uint8_t *b = sbx_req_buf(strlen(target) + 128, w, e);
+	if (b == NULL)
+		return NULL;
+	sbx_msgw_i64(w, SBX_T_OP, SBX_OP_UPLOAD);
+	sbx_msgw_str(w, SBX_T_PATH, target);
+	sbx_msgw_i64(w, SBX_T_XMODE, xmode);
+	sbx_msgw_i64(w, SBX_T_READABLE, readable);
+	sbx_msgw_i64(w, SBX_T_OPEN, open_all);
+	sbx_msgw_i64(w, SBX_T_FORCE_WALK, o->force_walk != 0);
+	return b;
+}
+
+/* Uploads a local folder's contents (one == NULL) or one entry of it under as_name. */
+static int upload_local(struct sbx_session *s, const char *dir, const char *one,
+                        const char *as_name, const char *target, int xmode, int readable,
+                        int open_all, const struct sbx_xfer_opts *o, struct sbx_xfer_stats *st,
+                        struct sbx_err *e)
+{
+	memset(st, 0, sizeof *st);
+	struct sbx_msgw w;
+	uint8_t *b = upload_req(target, xmode, readable, open_all, o, &w, e);
+	if (b == NULL)
+		return -1;
+	struct source src;
+	memset(&src, 0, sizeof src);
+	src.file_fd = -1;
+	src.root_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (src.root_fd < 0) {
+		free(b);
+		return sbx_err_set(e, SBX_EUSAGE, errno, "local folder %s", dir);
+	}
+	src.one[0] = one;
+	src.as_name = as_name;
+	int in_fd, rc = start_source(&src, &in_fd, e);
+	if (rc == 0)
+		rc = run_upload(s, &w, &src, in_fd, o, st, e);
+	close(src.root_fd);
+	free(b);
+	return rc;
+}
+
+int sbx_upload_dir(struct sbx_session *s, const char *source, const char *target,
+                   const struct sbx_xfer_opts *o, struct sbx_xfer_stats *st, struct sbx_err *e)
+{
+	struct sbx_xfer_opts def;
+	o = opts_or_default(o, &def);
+	return upload_local(s, source, NULL, NULL, target, SBX_XMODE_MERGE, o->make_readable, 0, o,
+	                    st, e);
+}
+
+/* dirname/basename of a path into caller buffers; "" base for "/". */
+static int split(const char *path, char *dir, size_t dcap, char *base, size_t bcap)
+{
+	size_t len = strlen(path);
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	const char *end = path + len;
+	const char *sl = end;
+	while (sl > path && sl[-1] != '/')
+		sl--;
+	size_t blen = (size_t)(end - sl);
+	size_t dlen = (size_t)(sl - path);
+	while (dlen > 1 && path[dlen - 1] == '/')
+		dlen--;
+	if (blen >= bcap || dlen + 2 >= dcap)
+		return -1;
+	memcpy(base, sl, blen);
+	base[blen] = '\0';
+	if (dlen == 0)
+		snprintf(dir, dcap, ".");
+	else
+		snprintf(dir, dcap, "%.*s", (int)dlen, path);
+	return 0;
+}
+
+int sbx_upload_path(struct sbx_session *s, const char *source, const char *target,
+                    const struct sbx_xfer_opts *o, struct sbx_xfer_stats *st, struct sbx_err *e)
+{
+	struct sbx_xfer_opts def;
+	o = opts_or_default(o, &def);
+	struct stat sst;
+	memset(st, 0, sizeof *st);
+	if (stat(source, &sst) != 0)
+		return sbx_err_set(e, SBX_EUSAGE, errno, "local source %s", source);
+	if (S_ISDIR(sst.st_mode))
+		return upload_local(s, source, NULL, NULL, target, SBX_XMODE_REPLACE, 0, 1, o, st,
+		                    e);
+	if (!S_ISREG(sst.st_mode))
+		return sbx_err_set(e, SBX_EUSAGE, 0,
+		                   "local source %s is neither a file nor a folder", source);
+	char sdir[PATH_MAX], sbase[256], tdir[PATH_MAX], tbase[256];
+	if (split(source, sdir, sizeof sdir, sbase, sizeof sbase) != 0 ||
+	    split(target, tdir, sizeof tdir, tbase, sizeof tbase) != 0 || tbase[0] == '\0' ||
+	    target[0] != '/')
+		return sbx_err_set(e, SBX_EUSAGE, 0, "upload_path: bad source or target");
+	return upload_local(s, sdir, sbase, tbase, tdir, SBX_XMODE_MERGE, 0, 1, o, st, e);
+}
+
+int sbx_upload_archive(struct sbx_session *s, const char *archive, enum sbx_kind kind,
+                       const char *target, const char *const *keep_out, size_t n_keep_out,
+                       const struct sbx_xfer_opts *o, int *landed, char **warning,
+                       struct sbx_xfer_stats *st, struct sbx_err *e)
+{
+	struct sbx_xfer_opts def;
+	o = opts_or_default(o, &def);
+	memset(st, 0, sizeof *st);
+	*landed = 0;
+	if (warning != NULL)
+		*warning = NULL;
+	if (kind != SBX_KIND_DIR && kind != SBX_KIND_FILE)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "upload_archive: kind must be dir or file");
+	char dir[PATH_MAX], base[256];
+	if (target == NULL || target[0] != '/' ||
+	    split(target, dir, sizeof dir, base, sizeof base) != 0)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "upload_archive: the target must be absolute");
+	const char *into = kind == SBX_KIND_DIR ? target : dir;
+	/* The probe first: preparing the target is destructive. */
+	int clear = 0;
+	if (sbx_lands_clear(s, into, keep_out, n_keep_out, &clear, NULL, warning, e) != 0)
+		return -1;
+	if (!clear)
+		return 0;
+	if (warning != NULL) {
+		free(*warning);
+		*warning = NULL;
+	}
+	struct sbx_msgw w;
+	uint8_t *b = upload_req(into, kind == SBX_KIND_DIR ? SBX_XMODE_REPLACE : SBX_XMODE_MERGE, 0,
+	                        1, o, &w, e);
+	if (b == NULL)
+		return -1;
+	struct source src;
+	memset(&src, 0, sizeof src);
+	src.file_fd = open(archive, O_RDONLY | O_CLOEXEC);
+	if (src.file_fd < 0) {
+		free(b);
+		return sbx_err_set(e, SBX_EUSAGE, errno, "archive %s", archive);
+	}
+	int in_fd, rc = start_source(&src, &in_fd, e);
+	if (rc == 0)
+		rc = run_upload(s, &w, &src, in_fd, o, st, e);
+	close(src.file_fd);
+	free(b);
+	if (rc == 0)
+		*landed = 1;
+	return rc;
+}
+
+/* ---- the sink thread (downloads) ---- */
+
+struct sink {
+	pthread_t th;
+	int in_fd;  /* the pipe's read end */
+	int out_fd; /* its write end: the session's output callback writes here */
+	int root_fd;
+	int tee_fd;
+	enum sbx_put_mode mode;
+	int force_walk;
+	atomic_int failed;
+	uint64_t bytes;
+	int rc;
+	struct sbx_err e;
+	struct sbx_unpack_stats us;
+	const struct sbx_xfer_opts *o;
+};
+
+static void *sink_main(void *arg)
+{
+	struct sink *k = arg;
+	struct sbx_unpack_opts uo = {.in_fd = k->in_fd,
+	                             .root_fd = k->root_fd,
+	                             .mode = k->mode,
+	                             .force_walk = k->force_walk,
+	                             .tee_fd = k->tee_fd};
+	k->rc = sbx_unpack(&uo, &k->us, &k->e);
+	if (k->rc != 0) {
+		atomic_store(&k->failed, 1);
+		/* Keep draining so the writer never meets a closed pipe. */
+		char buf[4096];
+		ssize_t n;
+		while ((n = read(k->in_fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+			;
+	}
+	return NULL;
+}
+
+static int sink_output(void *ctx, int chan, const void *data, size_t len)
+{
+	struct sink *k = ctx;
+	if (chan != SBX_CH_STDOUT)
+		return 0;
+	if (atomic_load(&k->failed))
+		return -1;
+	const char *b = data;
+	while (len > 0) {
+		ssize_t w = write(k->out_fd, b, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		b += w;
+		len -= (size_t)w;
+	}
+	k->bytes += (uint64_t)(b - (const char *)data);
+	if (k->o->progress != NULL && k->o->progress(k->o->ctx, k->bytes) != 0)
+		return -1;
+	return 0;
+}
+
+/* Runs a DOWNLOAD of source into the staging folder stage_fd. *kind gets the agent's word. */
+static int run_download(struct sbx_session *s, const char *source, int is_file, int stage_fd,
+                        int tee_fd, const struct sbx_xfer_opts *o, char *kind, size_t kcap,
+                        struct sbx_xfer_stats *st, struct sbx_err *e)
+{
+	size_t need = strlen(source) + 128;
+	for (const char *const *n = o->names; n != NULL && *n != NULL; n++)
+		need += strlen(*n) + 8;
+	for (const char *const *n = o->exclude; n != NULL && *n != NULL; n++)
+		need += strlen(*n) + 8;
+	struct sbx_msgw w;
+	uint8_t *b = sbx_req_buf(need, &w, e);
+	if (b == NULL)
+		return -1;
+	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_DOWNLOAD);
+	sbx_msgw_str(&w, SBX_T_PATH, source);
+	if (!is_file) {
+		for (const char *const *n = o->names; n != NULL && *n != NULL; n++)
+			sbx_msgw_str(&w, SBX_T_NAMES, *n);
+		for (const char *const *n = o->exclude; n != NULL && *n != NULL; n++)
+			sbx_msgw_str(&w, SBX_T_EXCLUDE, *n);
+	}
+	sbx_msgw_i64(&w, SBX_T_SKIP_UNSAFE, o->skip_unsafe != 0);
+
+	struct sink k;
+	memset(&k, 0, sizeof k);
+	k.root_fd = stage_fd;
+	k.tee_fd = tee_fd;
+	k.mode = o->links == SBX_LINKS_KEEP ? SBX_PUT_KEEP : SBX_PUT_DATA;
+	k.force_walk = o->force_walk;
+	k.o = o;
+	int pp[2];
+	if (pipe2(pp, O_CLOEXEC) != 0) {
+		free(b);
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "pipe");
+	}
+	fcntl(pp[0], F_SETPIPE_SZ, 1 << 20);
+	k.in_fd = pp[0];
+	k.out_fd = pp[1];
+	if (pthread_create(&k.th, NULL, sink_main, &k) != 0) {
+		close(pp[0]);
+		close(pp[1]);
+		free(b);
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "thread");
+	}
+	struct sbx_exec_opts eo;
+	sbx_exec_opts_init(&eo);
+	eo.on_output = sink_output;
+	eo.ctx = &k;
+	struct sbx_stream *p = NULL;
+	int64_t start = sbx_now_ns();
+	int rc = sbx_job_start(s, b, w.len, &eo, &p, e);
+	free(b);
+	if (rc == 0)
+		rc = sbx_wait_stream(s, p, start + (int64_t)(timeout_of(o) * 1e9), e);
+	close(pp[1]); /* EOF for the unpacker */
+	pthread_join(k.th, NULL);
+	close(pp[0]);
+	int have_sha = 0;
+	if (rc == 0)
+		rc = sbx_response_status(p->resp, p->resp_len, e);
+	if (rc == 0)
+		parse_stats(p->resp, p->resp_len, st, kind, kcap, &have_sha);
+	int absent = rc == 0 && strcmp(kind, "absent") == 0;
+	if (rc == 0 && !absent && k.rc != 0) {
+		*e = k.e;
+		rc = -1;
+	}
+	if (rc != 0 && k.rc != 0 && p != NULL && p->done && p->sink_failed)
+		*e = k.e; /* the host refused and cancelled: its refusal is the cause */
+	if (rc == 0 && !absent && (!have_sha || memcmp(st->sha256, k.us.sha256, 32) != 0)) {
+		char a[65], c[65];
+		hex(k.us.sha256, a);
+		hex(st->sha256, c);
+		rc = sbx_err_set(e, SBX_ETRANSFER, 0,
+		                 "download: the agent packed a stream with SHA-256 %s, the host "
+		                 "received %s",
+		                 have_sha ? c : "(none)", a);
+	}
+	st->seconds = (double)(sbx_now_ns() - start) / 1e9;
+	if (p != NULL)
+		sbx_stream_free(s, p);
+	return rc;
+}
+
+/* mkdir -p of a local folder (0777 & ~umask per level). */
+static int mkdirs(const char *path, struct sbx_err *e)
+{
+	char buf[PATH_MAX];
+	if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+		return sbx_err_set(e, SBX_EUSAGE, ENAMETOOLONG, "%s", path);
+	for (char *p = buf + 1;; p++) {
+		if (*p == '/' || *p == '\0') {
+			char c = *p;
+			*p = '\0';
+			if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+				return sbx_err_set(e, SBX_EUSAGE, errno, "create local folder %s",
+				                   buf);
+			*p = c;
+			if (c == '\0')
+				break;
+		}
+	}
+	return 0;
+}
+
+static mode_t umask_now(void)
+{
+	mode_t m = umask(022);
+	umask(m);
+	return m;
+}
+
+/* The archive_copy's temporary file beside its final name. */
+static int open_copy(const char *path, char *tmp, size_t cap, struct sbx_err *e)
+{
+	if ((size_t)snprintf(tmp, cap, "%s.partial-XXXXXX", path) >= cap)
+		return sbx_err_set(e, SBX_EUSAGE, ENAMETOOLONG, "archive_copy %s", path);
+	int fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return sbx_err_set(e, SBX_EUSAGE, errno, "archive_copy %s", path);
+	return fd;
+}
+
+static int download_common(struct sbx_session *s, const char *source, const char *target,
+                           int want_file_or_dir, const struct sbx_xfer_opts *o,
+                           enum sbx_kind *kind_out, struct sbx_xfer_stats *st, struct sbx_err *e)
+{
+	memset(st, 0, sizeof *st);
+	if (kind_out != NULL)
+		*kind_out = SBX_KIND_ABSENT;
+	if (source == NULL || source[0] != '/')
+		return sbx_err_set(e, SBX_EUSAGE, 0, "the source must be an absolute path");
+	/* What is there decides how the host copy is staged: a folder merges into target, a
+	 * file replaces target. */
+	enum sbx_kind k = SBX_KIND_DIR;
+	if (want_file_or_dir && sbx_kind(s, source, &k, e) != 0)
+		return -1;
+	if (k == SBX_KIND_ABSENT)
+		return 0;
+	char tdir[PATH_MAX], tbase[256];
+	if (split(target, tdir, sizeof tdir, tbase, sizeof tbase) != 0 || tbase[0] == '\0')
+		return sbx_err_set(e, SBX_EUSAGE, 0, "bad local target %s", target);
+	struct stat tst;
+	int texists = stat(target, &tst) == 0;
+	if (texists && k == SBX_KIND_DIR && !S_ISDIR(tst.st_mode))
+		return sbx_err_set(e, SBX_EUSAGE, ENOTDIR, "local target %s is not a folder",
+		                   target);
+	if (texists && k == SBX_KIND_FILE && S_ISDIR(tst.st_mode))
+		return sbx_err_set(e, SBX_EUSAGE, EISDIR, "local target %s is a folder", target);
+	int in_target = k == SBX_KIND_DIR && texists;
+	if (!in_target && mkdirs(tdir, e) != 0)
+		return -1;
+	int home = open(in_target ? target : tdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (home < 0)
+		return sbx_err_set(e, SBX_EUSAGE, errno, "local folder %s",
+		                   in_target ? target : tdir);
+	char stage[64];
+	int sfd = sbx_mkstage(home, STAGE_PREFIX, stage, sizeof stage, e);
+	if (sfd < 0) {
+		close(home);
+		return -1;
+	}
+	char tmp[PATH_MAX + 32];
+	int tee = -1;
+	if (o->archive_copy != NULL && (tee = open_copy(o->archive_copy, tmp, sizeof tmp, e)) < 0) {
+		close(sfd);
+		sbx_rmtree_at(home, stage, NULL);
+		close(home);
+		return -1;
+	}
+	char kind[16] = "";
+	int rc = run_download(s, source, k == SBX_KIND_FILE, sfd, tee, o, kind, sizeof kind, st, e);
+	if (rc == 0 && strcmp(kind, "absent") == 0) {
+		k = SBX_KIND_ABSENT; /* gone between the probe and the download */
+	} else if (rc == 0 && !want_file_or_dir && strcmp(kind, "file") == 0) {
+		rc = sbx_err_set(e, SBX_ETRANSFER, ENOTDIR,
+		                 "%s in the sandbox is a file, not a folder", source);
+	} else if (rc == 0 && strcmp(kind, k == SBX_KIND_DIR ? "dir" : "file") != 0) {
+		rc = sbx_err_set(e, SBX_ETRANSFER, 0,
+		                 "%s changed from a %s to %s during the download", source,
+		                 k == SBX_KIND_DIR ? "folder" : "file", kind);
+	}
+	if (rc == 0 && k == SBX_KIND_DIR) {
+		if (in_target) {
+			rc = sbx_tree_merge(sfd, home, 0, e);
+		} else if (fchmod(sfd, 0777 & ~umask_now()) != 0 ||
+		           renameat(home, stage, home, tbase) != 0) {
+			rc = sbx_err_set(e, SBX_ETRANSFER, errno, "move the download to %s",
+			                 target);
+		} else {
+			stage[0] = '\0'; /* it is the target now */
+		}
+	} else if (rc == 0 && k == SBX_KIND_FILE) {
+		/* The archive holds one member, named as the source names the file. */
+		const char *sb = strrchr(source, '/') + 1;
+		if (renameat(sfd, sb, home, tbase) != 0)
+			rc = sbx_err_set(e, SBX_ETRANSFER, errno, "move the download to %s",
+			                 target);
+	}
+	close(sfd);
+	if (stage[0] != '\0') {
+		struct sbx_err e2;
+		if (sbx_rmtree_at(home, stage, &e2) != 0 && rc == 0)
+			rc = sbx_err_set(e, SBX_ETRANSFER, e2.errnum,
+			                 "remove the staging folder: %s", e2.msg);
+	}
+	close(home);
+	if (tee >= 0) {
+		if (rc == 0 && k != SBX_KIND_ABSENT && (fsync(tee) != 0 || close(tee) != 0))
+			rc = sbx_err_set(e, SBX_EUSAGE, errno, "archive_copy %s", o->archive_copy);
+		else if (rc != 0 || k == SBX_KIND_ABSENT)
+			close(tee);
+		if (rc == 0 && k != SBX_KIND_ABSENT && rename(tmp, o->archive_copy) != 0)
+			rc = sbx_err_set(e, SBX_EUSAGE, errno, "archive_copy %s", o->archive_copy);
+		if (rc != 0 || k == SBX_KIND_ABSENT)
+			unlink(tmp);
+	}
+	if (rc == 0 && kind_out != NULL)
+		*kind_out = k;
+	return rc;
+}
+
+int sbx_download_dir(struct sbx_session *s, const char *source, const char *target,
+                     const struct sbx_xfer_opts *o, struct sbx_xfer_stats *st, struct sbx_err *e)
+{
+	struct sbx_xfer_opts def;
+	o = opts_or_default(o, &def);
+	enum sbx_kind k;
+	/* A folder that is not there is the reference's tar failing: a transfer error. */
+	if (download_common(s, source, target, 0, o, &k, st, e) != 0)
+		return -1;
+	if (k == SBX_KIND_ABSENT)
+		return sbx_err_set(e, SBX_ETRANSFER, ENOENT, "no folder %s in the sandbox", source);
+	return 0;
+}
+
+int sbx_download_path(struct sbx_session *s, const char *source, const char *target,
+                      const struct sbx_xfer_opts *o, enum sbx_kind *kind, struct sbx_xfer_stats *st,
+                      struct sbx_err *e)
+{
+	struct sbx_xfer_opts def;
+	o = opts_or_default(o, &def);
+	return download_common(s, source, target, 1, o, kind, st, e);
+}

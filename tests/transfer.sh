@@ -1,0 +1,301 @@
+#!/bin/bash
+# transfer.sh SBX CUTTER: transfers end to end through `sbx --runner local` (the agent runs on
+# this machine, as root, so "the sandbox" is a folder here). Covers: round-trip fidelity
+# (modes 0000..7777, 0555 folders holding files, owners 1001/2002, symlinks relative/absolute/
+# dangling, hard links, empty folders, names with spaces, newlines and non-UTF-8 bytes,
+# 255-byte names, a path past 4096 bytes, a 3 GiB sparse file), the host copy's data/keep
+# rules, byte-for-byte replay (archive_copy -> upload_archive), merge / replace / file
+# semantics of upload_dir / upload_path, keep_out, exclude and names, make_readable, the
+# JSON-lines ops, hostile archives on both sides, and a channel cut at every stage of an
+# upload and a download (the target is the old tree or the new one, never a mix, and no
+# staging folder is left). Runs in a private mount namespace on a tmpfs (unshare -m).
+set -euo pipefail
+[ "${SBX_TRACE:-}" = 1 ] && set -x
+sbx=$(realpath "$1")
+cutter=$(realpath "$2")
+if [ "${SBX_IN_NS:-}" != 1 ]; then
+	exec unshare -m env SBX_IN_NS=1 bash "$0" "$@"
+fi
+mount --make-rprivate /
+w=$(mktemp -d /tmp/sbx-xfer-XXXXXX)
+mount -t tmpfs -o size=8g tmpfs "$w"
+trap 'cd /; umount -l "$w"; rmdir "$w"' EXIT
+pass=0
+ok() {
+	pass=$((pass + 1))
+	echo "  ok: $*"
+}
+die() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+S() { "$sbx" --runner local "$@"; }
+agent=$(dirname "$sbx")/../agent/x86_64/sbx-agent
+# Through the cutter: V CUTTER-ARGS SBX-ARGS...
+V() {
+	local c=$1
+	shift
+	"$sbx" --agent "$agent" --via "$cutter $c -- {agent} serve" "$@"
+}
+
+# Every entry: type, mode, owner, size, mtime (ns), link target, link count, content digest.
+list() {
+	(cd "$1" && find . -mindepth 1 -printf '%P\t%y\t%m\t%U:%G\t%s\t%T@\t%l\t%n\n' | LC_ALL=C sort)
+	# Contents too (sha256sum cannot open the path past PATH_MAX: its size is compared).
+	(cd "$1" && find . -mindepth 1 -path ./deep -prune -o -type f -size -64M -print0 |
+		LC_ALL=C sort -z | xargs -0r sha256sum)
+}
+# The same without owners, modes and folder sizes (for host copies).
+shape() {
+	(cd "$1" && find . -mindepth 1 -printf '%P\t%y\t%s\t%l\n' | LC_ALL=C sort) |
+		awk -F'\t' 'BEGIN{OFS="\t"} $2=="d"{$3="-"}1'
+}
+same() {
+	diff <(list "$1" | awk -F'\t' 'BEGIN{OFS="\t"} $2=="d"{$5="-"}1') \
+		<(list "$2" | awk -F'\t' 'BEGIN{OFS="\t"} $2=="d"{$5="-"}1') >"$w/diff" || {
+		head -20 "$w/diff"
+		return 1
+	}
+}
+nostage() {
+	! find "$@" -name '.sbx-stage-*' 2>/dev/null | grep -q . || die "staging folder left in $*"
+}
+jget() { sed -n "s/.*\"$1\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p" | tr -d '"'; }
+
+# ---- the tree ----
+src=$w/src
+mkdir -p "$src"
+(
+	cd "$src"
+	mkdir -p empty ro/inner deep
+	for m in 0000 0400 0644 0755 4755 2755 1777 6711; do
+		echo "mode $m" >"f$m"
+		chmod "$m" "f$m"
+	done
+	echo data >ro/inner/file
+	echo hard >h1
+	ln h1 h2
+	ln h1 ro/h3
+	ln -s h1 rel
+	ln -s /etc/passwd abs
+	ln -s nowhere dangling
+	touch 'with space' $'new\nline' $'bad\xff\xfebytes'
+	touch "$(printf 'n%.0s' $(seq 255))"
+	chown 1001:2002 f0644 ro/inner/file
+	chown -h 1001:2002 rel
+	touch -d '2001-02-03 04:05:06.123456789' f0644
+	truncate -s 3G sparse
+	printf 'head' | dd of=sparse conv=notrunc status=none
+	printf 'middle' | dd of=sparse bs=1 seek=1610612736 conv=notrunc status=none
+	printf 'tail' | dd of=sparse bs=1 seek=3221225468 conv=notrunc status=none
+	(
+		cd deep
+		comp=$(printf 'd%.0s' $(seq 120))
+		for i in $(seq 40); do mkdir "$comp" && cd "$comp"; done
+		echo bottom >leaf
+	)
+	chmod 0555 ro/inner ro
+	chmod 0700 empty
+)
+sb=$w/sandbox
+mkdir -p "$sb"
+
+# ---- upload_dir: exact modes, owners, mtimes; the sparse file keeps its holes ----
+S --json upload-dir "$src" "$sb/a" >"$w/up.json" || { cat "$w/up.json"; die "upload-dir"; }
+same "$src" "$sb/a" || die "upload-dir is not exact"
+[ "$(stat -c %b "$sb/a/sparse")" -lt 1000 ] || die "the sparse file lost its holes"
+[ "$(tail -c 4 "$sb/a/sparse")" = tail ] || die "sparse tail"
+nostage "$sb"
+ok "upload-dir: exact tree (modes, owners, mtimes, links, long paths, sparse 3 GiB)"
+
+# ---- download_dir keep + archive_copy; then replay byte for byte ----
+S --json download-dir --links keep --archive-copy "$w/copy.tar" "$sb/a" "$w/dl" >"$w/dl.json" ||
+	{ cat "$w/dl.json"; die "download-dir keep"; }
+diff <(shape "$src") <(shape "$w/dl") >/dev/null || die "download-dir keep: shape differs"
+[ -z "$(find "$w/dl" ! -type l -perm /6022 -print -quit)" ] || die "host copy kept set-id or g/o write"
+[ "$(stat -c %u:%g "$w/dl/f0644")" = 0:0 ] || die "host copy chowned"
+[ "$(readlink "$w/dl/abs")" = /etc/passwd ] || die "keep mode lost the absolute symlink"
+sha=$(sha256sum "$w/copy.tar" | cut -d' ' -f1)
+[ "$(jget sha256 <"$w/dl.json")" = "$sha" ] || die "archive_copy digest differs from the stream's"
+ok "download-dir --links keep: host rules (no set-id, no g/o write, no chown), archive_copy"
+S --json upload-archive "$w/copy.tar" dir "$sb/b" >"$w/ua.json" || { cat "$w/ua.json"; die "upload-archive"; }
+[ "$(jget sha256 <"$w/ua.json")" = "$sha" ] || die "upload-archive digest"
+same "$sb/a" "$sb/b" || die "replay is not exact"
+[ "$(stat -c %a "$sb/b")" = 777 ] || die "upload-archive dir target not opened to all"
+ok "upload-archive: byte-for-byte replay, same digest both ways"
+
+# ---- download_dir data: a link leaving the root is refused, nothing is left ----
+mkdir -p "$w/dd" && echo old >"$w/dd/keepme"
+if S download-dir "$sb/a" "$w/dd" 2>"$w/err"; then die "data mode accepted abs -> /etc/passwd"; fi
+grep -q "abs" "$w/err" || { cat "$w/err"; die "the refusal does not name the member"; }
+[ "$(ls -A "$w/dd")" = keepme ] || die "data refusal left files in the target"
+rc=0; S download-dir "$sb/a" "$w/dd" 2>/dev/null || rc=$?
+[ $rc = 5 ] || die "data refusal exit $rc, want 5 (transfer)"
+ok "download-dir --links data: refused with exit 5 naming the member; target untouched"
+S download-dir --exclude abs --exclude deep --exclude sparse "$sb/a" "$w/dd" || die "download-dir data"
+[ -f "$w/dd/keepme" ] && [ -f "$w/dd/f0644" ] || die "download-dir into an existing folder merges"
+ok "download-dir --links data: merge into an existing folder"
+
+# ---- exclude like GNU tar, names ----
+mkdir -p "$sb/ex/a/node_modules" "$sb/ex/node_modules" "$sb/ex/cache" "$sb/ex/a/cache"
+touch "$sb/ex/a/x.o" "$sb/ex/y.o" "$sb/ex/keep" "$sb/ex/cache/c" "$sb/ex/a/cache/c"
+S download-dir --exclude node_modules --exclude ./cache --exclude '*.o' "$sb/ex" "$w/ex"
+[ "$(cd "$w/ex" && find . | LC_ALL=C sort | tr '\n' ' ')" = ". ./a ./a/cache ./a/cache/c ./keep " ] ||
+	die "exclude: $(cd "$w/ex" && find . | tr '\n' ' ')"
+S download-dir --name keep --name a "$sb/ex" "$w/nm"
+[ "$(ls -A "$w/nm" | tr '\n' ' ')" = "a keep " ] || die "names"
+ok "download-dir: exclude (unanchored, ./ anchors at the top) and names"
+
+# ---- upload_dir merges; make_readable ----
+mkdir -p "$w/u1/sub" && echo new >"$w/u1/sub/f" && echo top >"$w/u1/t"
+mkdir -p "$sb/m/sub" && echo stays >"$sb/m/sub/other" && echo old >"$sb/m/t"
+S upload-dir "$w/u1" "$sb/m"
+[ "$(cat "$sb/m/t")" = top ] && [ "$(cat "$sb/m/sub/other")" = stays ] && [ "$(cat "$sb/m/sub/f")" = new ] ||
+	die "upload-dir merge"
+mkdir -p "$w/u2/d" && echo s >"$w/u2/d/secret" && chmod 0600 "$w/u2/d/secret" && chmod 0700 "$w/u2/d"
+echo x >"$w/u2/run" && chmod 0700 "$w/u2/run"
+S upload-dir --readable "$w/u2" "$sb/r"
+[ "$(stat -c %a "$sb/r/d" "$sb/r/d/secret" "$sb/r/run" | tr '\n' ' ')" = "755 644 755 " ] ||
+	die "make_readable: $(stat -c %a "$sb/r/d" "$sb/r/d/secret" "$sb/r/run")"
+ok "upload-dir: merge into an existing folder; --readable is a+rX"
+
+# ---- upload_path: a folder replaces, a file lands in its parent ----
+mkdir -p "$sb/rp/old" && echo gone >"$sb/rp/deleted"
+S upload-path "$w/u1" "$sb/rp"
+[ ! -e "$sb/rp/deleted" ] && [ ! -e "$sb/rp/old" ] && [ "$(cat "$sb/rp/t")" = top ] || die "upload-path folder replaces"
+[ "$(stat -c %a "$sb/rp")" = 777 ] || die "upload-path folder made world-writable"
+echo exe >"$w/tool" && chmod 0750 "$w/tool"
+S upload-path "$w/tool" "$sb/np/deeper/tool2"
+[ "$(stat -c %a "$sb/np/deeper" "$sb/np/deeper/tool2" | tr '\n' ' ')" = "777 750 " ] || die "upload-path file (new parent)"
+mkdir -p "$sb/sticky" && chmod 1755 "$sb/sticky"
+S upload-path "$w/tool" "$sb/sticky/tool"
+[ "$(stat -c %a "$sb/sticky")" = 1777 ] || die "upload-path keeps a sticky bit: $(stat -c %a "$sb/sticky")"
+nostage "$sb"
+ok "upload-path: folder replaced and opened; file into a created/opened parent (sticky kept)"
+
+# ---- download_path ----
+[ "$(S download-path "$sb/np/deeper/tool2" "$w/got/tool")" = file ] || die "download-path file"
+[ "$(stat -c %a "$w/got/tool")" = 750 ] && [ "$(cat "$w/got/tool")" = exe ] || die "download-path file mode"
+[ "$(S download-path "$sb/nothing" "$w/got/none")" = absent ] && [ ! -e "$w/got/none" ] || die "download-path absent"
+[ "$(S download-path "$sb/m" "$w/got/m")" = dir ] && [ "$(cat "$w/got/m/sub/other")" = stays ] || die "download-path dir"
+S download-path --archive-copy "$w/one.tar" "$sb/np/deeper/tool2" "$w/got/t2" >/dev/null
+[ "$(tar -tf "$w/one.tar")" = tool2 ] || die "a file's archive holds one member named as the file"
+ok "download-path: file with its mode, folder, absent; a file's archive is one member"
+
+# ---- upload_archive: keep_out ----
+mkdir -p "$sb/keep" && echo precious >"$sb/keep/p" && ln -s keep "$sb/link"
+rc=0; S upload-archive --keep-out "$sb/keep" "$w/copy.tar" dir "$sb/link" 2>"$w/err" || rc=$?
+[ $rc = 1 ] || die "upload-archive diverted into keep_out: exit $rc"
+grep -q "keep_out" "$w/err" || die "no warning"
+[ "$(ls -A "$sb/keep")" = p ] || die "keep_out touched"
+ok "upload-archive: a target diverted into keep_out returns false, touches nothing"
+
+# ---- JSON lines ----
+printf '%s\n' \
+	"{\"id\":1,\"op\":\"upload_dir\",\"source\":\"$w/u1\",\"target\":\"$sb/j\"}" \
+	"{\"id\":2,\"op\":\"remote_kind\",\"path\":\"$sb/j/t\"}" \
+	"{\"id\":3,\"op\":\"download_path\",\"source\":\"$sb/j/sub\",\"target\":\"$w/j\"}" \
+	"{\"id\":4,\"op\":\"exec_as_root\",\"command\":\"id -u\"}" \
+	"{\"id\":5,\"op\":\"remote_kind\",\"path\":\"$sb/none\"}" | S session >"$w/j.out"
+grep -q '"id":1,"ok":true' "$w/j.out" && grep -q '"id":2,"ok":true,"kind":"file"' "$w/j.out" &&
+	grep -q '"id":3,"ok":true,"kind":"dir"' "$w/j.out" && grep -q '"id":5,"ok":true,"kind":null' "$w/j.out" ||
+	{ cat "$w/j.out"; die "JSON lines"; }
+[ "$(cat "$w/j/f")" = new ] || die "JSON download_path"
+ok "session: upload_dir, remote_kind, download_path, exec_as_root as JSON lines"
+
+# ---- hostile archives into the sandbox: refused, target and victim untouched ----
+mkdir -p "$sb/host/outside" && echo victim >"$sb/host/victim" && echo o >"$sb/host/outside/o"
+mkdir -p "$sb/host/t" && echo before >"$sb/host/t/before" && ln -s ../outside "$sb/host/t/pre"
+vict() { (cd "$sb/host" && stat -c '%n %a %h %s' victim outside outside/o && cat victim outside/o); }
+vict >"$w/victim.before"
+python3 "$(dirname "$0")/hostile_tar.py" "$w/hostile" "$sb/host"
+for a in "$w"/hostile/*.tar; do
+	for walk in "" --force-walk; do
+		rc=0
+		S upload-archive $walk "$a" dir "$sb/host/t" 2>"$w/err" || rc=$?
+		[ $rc = 5 ] || { cat "$w/err"; die "$(basename "$a") $walk: exit $rc, want 5"; }
+		grep -q member "$w/err" || grep -q archive "$w/err" || { cat "$w/err"; die "$(basename "$a"): no reason"; }
+		vict | cmp -s - "$w/victim.before" || die "$(basename "$a"): victim changed"
+		[ "$(ls -A "$sb/host/t" | tr '\n' ' ')" = "before pre " ] || die "$(basename "$a"): target changed"
+		nostage "$sb/host"
+	done
+done
+ok "hostile archives ($(ls "$w"/hostile/*.tar | wc -l) cases, both walks): refused (exit 5), target and victim untouched"
+
+# ---- unsafe members on the way out ----
+mkdir -p "$sb/u" && mkfifo "$sb/u/fifo" && echo f >"$sb/u/f"
+rc=0; S download-dir "$sb/u" "$w/u" 2>"$w/err" || rc=$?
+[ $rc = 5 ] && grep -q fifo "$w/err" && [ ! -e "$w/u" ] || die "a FIFO was downloaded (exit $rc)"
+S download-dir --skip-unsafe "$sb/u" "$w/u" && [ -f "$w/u/f" ] && [ ! -e "$w/u/fifo" ] || die "skip-unsafe"
+ok "download-dir: a FIFO is refused (exit 5), skipped with --skip-unsafe"
+
+# ---- an agent that is not root: what it may do works, and it says what it could not ----
+cp "$agent" "$w/agent65534" && chmod 0755 "$w/agent65534" && chmod 0755 "$w"
+mkdir -p "$sb/nobody" && chown 65534:65534 "$sb/nobody" && chmod 0755 "$sb"
+N() { "$sbx" --agent "$w/agent65534" --via "setpriv --reuid 65534 --regid 65534 --clear-groups {agent} serve" "$@"; }
+N --json upload-dir "$src/ro" "$sb/nobody/ro" >"$w/n.json" || { cat "$w/n.json"; die "upload-dir as uid 65534"; }
+grep -q '"note":"[0-9]* members keep uid 65534' "$w/n.json" || { cat "$w/n.json"; die "no note about owners"; }
+[ "$(stat -c %u "$sb/nobody/ro/inner/file")" = 65534 ] && [ "$(stat -c %a "$sb/nobody/ro/inner")" = 555 ] ||
+	die "uid 65534: owner or mode"
+rc=0; N upload-dir "$w/u1" "$sb/rootonly" 2>"$w/err" || rc=$?
+[ $rc = 5 ] && grep -q "Permission denied" "$w/err" || { cat "$w/err"; die "uid 65534 into a root folder: exit $rc"; }
+[ ! -e "$sb/rootonly" ] || die "uid 65534 created a root folder"
+mkdir -p "$sb/rootdir" && chmod 0755 "$sb/rootdir"
+rc=0; N upload-path "$w/tool" "$sb/rootdir/tool" 2>"$w/err" || rc=$?
+[ $rc = 5 ] && grep -q "not writable by uid 65534" "$w/err" || { cat "$w/err"; die "uid 65534 file into a root parent: exit $rc"; }
+chmod 0777 "$sb/rootdir"
+N upload-path "$w/tool" "$sb/rootdir/tool" 2>"$w/err" && [ -f "$sb/rootdir/tool" ] || { cat "$w/err"; die "uid 65534 into a world-writable parent"; }
+nostage "$sb"
+ok "agent as uid 65534: uploads where it may, notes owners it could not set, clear refusals"
+
+# ---- channel cuts: the target is the old tree or the new one; nothing staged is left ----
+old=$w/cut-old new=$w/cut-new
+mkdir -p "$old/d" "$new/d"
+echo old >"$old/d/f" && echo o2 >"$old/only-old"
+head -c 3000000 /dev/urandom >"$new/big" && echo new >"$new/d/f" && echo n2 >"$new/only-new"
+# The byte counts of an uncut run with the very same request sizes.
+SBX_CUTTER_LOG=$w/counts V "eof -1 -1" upload-path "$new" "$sb/cut"
+up=$(awk '/^up/{print $2}' "$w/counts")
+rm -rf "$sb/cut"
+SBX_CUTTER_LOG=$w/counts V "eof -1 -1" download-dir --archive-copy "$w/cut.tar" "$new" "$w/cutdl"
+rm -rf "$w/cutdl" "$w/cut.tar"
+down=$(awk '/^up/{print $4}' "$w/counts")
+[ "$up" -gt 3000000 ] && [ "$down" -gt 3000000 ] || die "cutter counts: up $up down $down"
+cuts=0
+for mode in eof kill; do
+	for at in 40 200 $((up / 3)) $((up - 200)) $((up - 60)) $((up - 1)); do
+		rm -rf "$sb/cut" && cp -a "$old" "$sb/cut"
+		rc=0
+		V "$mode $at -1" upload-path "$new" "$sb/cut" 2>"$w/err" || rc=$?
+		[ $rc = 3 ] || { cat "$w/err"; die "upload cut at $at ($mode): exit $rc, want 3"; }
+		for i in $(seq 50); do find "$sb" -name '.sbx-stage-*' | grep -q . || break; sleep 0.1; done
+		nostage "$sb"
+		same "$old" "$sb/cut" >/dev/null 2>&1 || diff <(shape "$new") <(shape "$sb/cut") >/dev/null ||
+			die "upload cut at $at ($mode): a mix of old and new"
+		cuts=$((cuts + 1))
+	done
+	# Right after the whole COMMIT, before its answer: the agent commits; the host only
+	# knows it lost the channel. The new tree, whole (or the old one if killed first).
+	rm -rf "$sb/cut" && cp -a "$old" "$sb/cut"
+	rc=0
+	V "$mode $up -1" upload-path "$new" "$sb/cut" 2>"$w/err" || rc=$?
+	[ $rc = 3 ] || { cat "$w/err"; die "upload answer cut ($mode): exit $rc, want 3"; }
+	for i in $(seq 50); do find "$sb" -name '.sbx-stage-*' | grep -q . || break; sleep 0.1; done
+	nostage "$sb"
+	same "$old" "$sb/cut" >/dev/null 2>&1 || diff <(shape "$new") <(shape "$sb/cut") >/dev/null ||
+		die "upload answer cut ($mode): a mix of old and new"
+	cuts=$((cuts + 1))
+	for at in 40 300 $((down / 2)) $((down - 100)) $((down - 1)); do
+		rm -rf "$w/cutdl" && cp -a "$old" "$w/cutdl"
+		rc=0
+		V "$mode -1 $at" download-dir --archive-copy "$w/cut.tar" "$new" "$w/cutdl" 2>"$w/err" || rc=$?
+		[ $rc = 3 ] || { cat "$w/err"; die "download cut at $at ($mode): exit $rc, want 3"; }
+		nostage "$w"
+		same "$old" "$w/cutdl" || die "download cut at $at ($mode): target changed"
+		[ ! -e "$w/cut.tar" ] && ! ls "$w"/cut.tar.partial-* >/dev/null 2>&1 || die "archive_copy left after a cut"
+		cuts=$((cuts + 1))
+	done
+done
+ok "channel cut at $cuts points (eof and kill; upload ~$up bytes up, download ~$down down): exit 3, old tree or new, no staging left"
+
+echo "transfer: $pass passed"
