@@ -168,7 +168,7 @@ $(B)/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) $(SBX_CACHE)/host/.stamp
 # ---- targets -----------------------------------------------------------------------------
 
 .PHONY: all agents host check size clean distclean format fuzz bench-session bench-supervise \
-	bench-sha256 FORCE
+	bench-sha256 bench-transfer FORCE
 all: agents host
 agents: $(AGENTS)
 host: $(HOST)
@@ -183,6 +183,9 @@ $(B)/bench/%: tests/bench/%.c $(B)/host/libsbx.a
 
 bench-session: $(AGENTS) $(B)/bench/bench_session
 	SBX_AGENT_DIR=$(abspath $(B)/agent) $(B)/bench/bench_session
+
+bench-transfer: $(AGENTS) $(B)/host/sbx $(HARNESS)
+	tests/bench/transfer.sh $(B)/host/sbx $(B)/harness/cutter
 
 bench-sha256: $(B)/bench/sha256_speed
 	$(B)/bench/sha256_speed

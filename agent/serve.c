@@ -341,6 +341,25 @@ static int on_data(struct serve *s, const struct sbx_frame *f)
 			queue(s, SBX_LANE_CTRL, SBX_F_CREDIT, 0, j->stream, c, 5);
 		}
 	} else if (n > 0) {
+		const uint8_t *d = f->payload + 1;
+		if (j->in_off == j->in_len) {
+			/* Nothing waiting: straight into the pipe, buffer only what does not fit.
+			 */
+			ssize_t wr = write(j->fd_in, d, n);
+			if (wr > 0) {
+				d += wr;
+				n -= (uint64_t)wr;
+				uint64_t g = sbx_credit_rx_consumed(&j->rx_in, (uint64_t)wr);
+				if (g > 0) {
+					uint8_t c[5] = {SBX_CH_STDIN, (uint8_t)(g >> 24),
+					                (uint8_t)(g >> 16), (uint8_t)(g >> 8),
+					                (uint8_t)g};
+					queue(s, SBX_LANE_CTRL, SBX_F_CREDIT, 0, j->stream, c, 5);
+				}
+			}
+		}
+		if (n == 0)
+			goto end;
 		if (j->inbuf == NULL && (j->inbuf = malloc(SBX_WINDOW_DEFAULT)) == NULL)
 			return fail(s, "out of memory for stdin");
 		if (j->in_off > 0 && j->in_off == j->in_len)
@@ -350,9 +369,10 @@ static int on_data(struct serve *s, const struct sbx_frame *f)
 			j->in_len -= j->in_off;
 			j->in_off = 0;
 		}
-		memcpy(j->inbuf + j->in_len, f->payload + 1, n);
+		memcpy(j->inbuf + j->in_len, d, n);
 		j->in_len += n;
 	}
+end:
 	if (f->flags & SBX_FL_END)
 		j->in_end = 1;
 	return 0;
@@ -481,9 +501,16 @@ static enum pump pump_out(struct serve *s, struct job *j, int chan)
 	uint64_t room = sbx_credit_tx_take(&j->tx[chan], SBX_DATA_CHUNK);
 	if (room == 0)
 		return PUMP_BLOCKED;
-	uint8_t buf[SBX_DATA_CHUNK];
+	/* Read straight into the frame that will carry the bytes. */
+	uint8_t *buf = sbx_outq_reserve(&s->out, 1, (size_t)room);
+	if (buf == NULL) {
+		j->tx[chan].avail += room;
+		fail(s, "out of memory queueing output");
+		return PUMP_BLOCKED;
+	}
 	ssize_t n = read(fd, buf, room);
 	if (n < 0) {
+		sbx_outq_unreserve(&s->out);
 		j->tx[chan].avail += room;
 		if (errno == EINTR || errno == EAGAIN)
 			return PUMP_EMPTY;
@@ -491,10 +518,11 @@ static enum pump pump_out(struct serve *s, struct job *j, int chan)
 	}
 	j->tx[chan].avail += room - (uint64_t)n;
 	if (n == 0) {
+		sbx_outq_unreserve(&s->out);
 		end_channel(s, j, chan);
 		return PUMP_EOF;
 	}
-	sbx_outq_push(&s->out, SBX_LANE_BULK, SBX_F_DATA, 0, j->stream, &ch, 1, buf, (size_t)n);
+	sbx_outq_commit(&s->out, SBX_LANE_BULK, SBX_F_DATA, 0, j->stream, &ch, (size_t)n);
 	return PUMP_DATA;
 }
 

@@ -453,12 +453,18 @@ static void feed_stdin(struct sbx_session *s)
 
 static void read_stdin_fd(struct sbx_session *s, struct sbx_stream *p)
 {
-	uint8_t buf[SBX_DATA_CHUNK];
-	uint64_t room = sbx_credit_tx_take(&p->tx_in, sizeof buf);
+	uint64_t room = sbx_credit_tx_take(&p->tx_in, SBX_DATA_CHUNK);
 	if (room == 0)
 		return;
+	/* Read straight into the frame that will carry the bytes. */
+	uint8_t *buf = sbx_outq_reserve(&s->out, 1, (size_t)room);
+	if (buf == NULL) {
+		p->tx_in.avail += room;
+		return;
+	}
 	ssize_t n = read(p->opts->stdin_fd, buf, room);
 	if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+		sbx_outq_unreserve(&s->out);
 		p->tx_in.avail += room;
 		return;
 	}
@@ -467,8 +473,8 @@ static void read_stdin_fd(struct sbx_session *s, struct sbx_stream *p)
 	p->tx_in.avail += room - (uint64_t)n;
 	uint8_t ch = SBX_CH_STDIN;
 	p->stdin_done = n == 0;
-	sbx_outq_push(&s->out, SBX_LANE_BULK, SBX_F_DATA, n == 0 ? SBX_FL_END : 0, p->id, &ch, 1,
-	              buf, (size_t)n);
+	sbx_outq_commit(&s->out, SBX_LANE_BULK, SBX_F_DATA, n == 0 ? SBX_FL_END : 0, p->id, &ch,
+	                (size_t)n);
 }
 
 int sbx_pump(struct sbx_session *s, int64_t deadline_ns, struct sbx_err *e)
@@ -626,6 +632,10 @@ int sbx_session_open(struct sbx_session **out, char *const argv_template[], cons
 		sbx_err_set(e, SBX_EUNAVAILABLE, errno, "pipe");
 		goto fail;
 	}
+	/* Channel pipes of 1 MiB (best effort; the default 64 KiB means a wake-up per 64 KiB of
+	 * a transfer). A channel program (podman, kubectl) has its own pipes beyond these. */
+	fcntl(in[1], F_SETPIPE_SZ, 1 << 20);
+	fcntl(outp[0], F_SETPIPE_SZ, 1 << 20);
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	posix_spawn_file_actions_init(&fa);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "frame.h"
+#include "proto.h"
 
 struct sbx_outq_item {
 	struct sbx_outq_item *next;
@@ -13,9 +14,13 @@ struct sbx_outq_item {
 	uint8_t data[];
 };
 
-/* Frames up to this size come from (and go back to) the spare list. */
+/* Frames up to SMALL bytes come from (and go back to) the spare list, and so do DATA-sized
+ * frames (BIG): musl returns freed pages at once, so a stream of 64 KiB frames would
+ * otherwise page-fault on every one. BIG spares are bounded by MAX_BIG_SPARE (2 MiB). */
 #define SMALL 1024
 #define MAX_SPARE 32
+#define BIG (SBX_FRAME_HDR + 1 + SBX_DATA_CHUNK)
+#define MAX_BIG_SPARE 32
 
 void sbx_outq_init(struct sbx_outq *q)
 {
@@ -37,6 +42,8 @@ void sbx_outq_free(struct sbx_outq *q)
 	free_list(q->ctrl_head);
 	free_list(q->bulk_head);
 	free_list(q->spare);
+	free_list(q->big_spare);
+	free(q->reserved);
 	sbx_outq_init(q);
 }
 
@@ -48,7 +55,13 @@ static struct sbx_outq_item *item_new(struct sbx_outq *q, size_t total)
 		q->nspare--;
 		return it;
 	}
-	size_t cap = total <= SMALL ? SMALL : total;
+	if (total > SMALL && total <= BIG && q->big_spare != NULL) {
+		struct sbx_outq_item *it = q->big_spare;
+		q->big_spare = it->next;
+		q->nbig_spare--;
+		return it;
+	}
+	size_t cap = total <= SMALL ? SMALL : total <= BIG ? BIG : total;
 	struct sbx_outq_item *it = malloc(sizeof *it + cap);
 	if (it != NULL)
 		it->cap = cap;
@@ -63,7 +76,66 @@ static void item_done(struct sbx_outq *q, struct sbx_outq_item *it)
 		q->nspare++;
 		return;
 	}
+	if (it->cap == BIG && q->nbig_spare < MAX_BIG_SPARE) {
+		it->next = q->big_spare;
+		q->big_spare = it;
+		q->nbig_spare++;
+		return;
+	}
 	free(it);
+}
+
+static void link_item(struct sbx_outq *q, struct sbx_outq_item *it)
+{
+	struct sbx_outq_item **head = it->lane == SBX_LANE_CTRL ? &q->ctrl_head : &q->bulk_head;
+	struct sbx_outq_item **tail = it->lane == SBX_LANE_CTRL ? &q->ctrl_tail : &q->bulk_tail;
+	if (*tail != NULL)
+		(*tail)->next = it;
+	else
+		*head = it;
+	*tail = it;
+	q->bytes += it->len;
+	if (it->lane == SBX_LANE_BULK)
+		q->bulk_bytes += it->len;
+}
+
+uint8_t *sbx_outq_reserve(struct sbx_outq *q, size_t prelen, size_t max)
+{
+	if (q->reserved != NULL || prelen > SBX_FRAME_MAX_PAYLOAD ||
+	    max > SBX_FRAME_MAX_PAYLOAD - prelen)
+		return NULL;
+	q->reserved = item_new(q, SBX_FRAME_HDR + prelen + max);
+	if (q->reserved == NULL)
+		return NULL;
+	q->reserved_pre = prelen;
+	q->reserved_max = max;
+	return q->reserved->data + SBX_FRAME_HDR + prelen;
+}
+
+int sbx_outq_commit(struct sbx_outq *q, enum sbx_lane lane, uint8_t type, uint8_t flags,
+                    uint32_t stream, const void *pre, size_t len)
+{
+	struct sbx_outq_item *it = q->reserved;
+	if (it == NULL || len > q->reserved_max)
+		return -1;
+	q->reserved = NULL;
+	it->next = NULL;
+	it->lane = lane;
+	it->len = SBX_FRAME_HDR + q->reserved_pre + len;
+	it->off = 0;
+	sbx_frame_header(it->data, type, flags, stream, (uint32_t)(q->reserved_pre + len));
+	if (q->reserved_pre > 0)
+		memcpy(it->data + SBX_FRAME_HDR, pre, q->reserved_pre);
+	link_item(q, it);
+	return 0;
+}
+
+void sbx_outq_unreserve(struct sbx_outq *q)
+{
+	if (q->reserved != NULL) {
+		item_done(q, q->reserved);
+		q->reserved = NULL;
+	}
 }
 
 int sbx_outq_push(struct sbx_outq *q, enum sbx_lane lane, uint8_t type, uint8_t flags,
@@ -84,16 +156,7 @@ int sbx_outq_push(struct sbx_outq *q, enum sbx_lane lane, uint8_t type, uint8_t 
 		memcpy(it->data + SBX_FRAME_HDR, pre, prelen);
 	if (len > 0)
 		memcpy(it->data + SBX_FRAME_HDR + prelen, data, len);
-	struct sbx_outq_item **head = lane == SBX_LANE_CTRL ? &q->ctrl_head : &q->bulk_head;
-	struct sbx_outq_item **tail = lane == SBX_LANE_CTRL ? &q->ctrl_tail : &q->bulk_tail;
-	if (*tail != NULL)
-		(*tail)->next = it;
-	else
-		*head = it;
-	*tail = it;
-	q->bytes += total;
-	if (lane == SBX_LANE_BULK)
-		q->bulk_bytes += total;
+	link_item(q, it);
 	return 0;
 }
 

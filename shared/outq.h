@@ -17,6 +17,10 @@ struct sbx_outq {
 	struct sbx_outq_item *spare; /* small items kept for reuse: a probe's round trip then
 	                                allocates nothing (musl returns freed pages at once) */
 	int nspare;
+	struct sbx_outq_item *big_spare; /* DATA-sized items kept for reuse (bounded) */
+	int nbig_spare;
+	struct sbx_outq_item *reserved; /* sbx_outq_reserve's item, not yet queued */
+	size_t reserved_pre, reserved_max;
 	struct sbx_outq_item *ctrl_head, *ctrl_tail;
 	struct sbx_outq_item *bulk_head, *bulk_tail;
 	size_t bytes;      /* everything queued */
@@ -32,6 +36,15 @@ void sbx_outq_free(struct sbx_outq *q);
  * may be empty. Returns -1 when memory runs out or the payload is too long. */
 int sbx_outq_push(struct sbx_outq *q, enum sbx_lane lane, uint8_t type, uint8_t flags,
                   uint32_t stream, const void *pre, size_t prelen, const void *data, size_t len);
+
+/* Two steps for a producer that reads straight into the frame (no copy): reserve room for a
+ * payload of prelen + max bytes and fill the data part at the returned pointer (NULL when
+ * memory runs out, a reservation is open or the sizes are too large); then commit the frame
+ * with its first prelen bytes (pre) and len <= max data bytes, or unreserve. */
+uint8_t *sbx_outq_reserve(struct sbx_outq *q, size_t prelen, size_t max);
+int sbx_outq_commit(struct sbx_outq *q, enum sbx_lane lane, uint8_t type, uint8_t flags,
+                    uint32_t stream, const void *pre, size_t len);
+void sbx_outq_unreserve(struct sbx_outq *q);
 
 /* Fills up to max iovecs with what to write next; returns how many. */
 int sbx_outq_iov(const struct sbx_outq *q, struct iovec *iov, int max);

@@ -10,7 +10,7 @@
 
 /* Initial credit window of every DATA channel, each direction, unless HELLO/WELCOME say
  * otherwise. */
-#define SBX_WINDOW_DEFAULT (1024u * 1024u)
+#define SBX_WINDOW_DEFAULT (4096u * 1024u)
 /* DATA frames carry at most this many bytes, so a control frame waits behind at most one. */
 #define SBX_DATA_CHUNK (64u * 1024u)
 

@@ -4,13 +4,14 @@
  *   kill  SIGKILLs the agent, closes our stdout, waits.
  * With UP = DOWN = -1 it relays everything and writes "up N down M" at the end to the file
  * $SBX_CUTTER_LOG, so a test can learn a transfer's byte counts and then cut at chosen
- * points. */
+ * points, with the peak RSS of the agent and its transfer processes (the benchmark's). */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -107,7 +108,10 @@ int main(int argc, char **argv)
 	const char *log = getenv("SBX_CUTTER_LOG");
 	FILE *f = log != NULL && up_lim < 0 && down_lim < 0 ? fopen(log, "w") : NULL;
 	if (f != NULL) {
-		fprintf(f, "up %lld down %lld\n", up, down);
+		struct rusage ru;
+		getrusage(RUSAGE_CHILDREN, &ru);
+		/* The agent's and its waited-for children's (the transfer process's) peak. */
+		fprintf(f, "up %lld down %lld maxrss_kib %ld\n", up, down, ru.ru_maxrss);
 		fclose(f);
 	}
 	return cut ? 0 : (WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
