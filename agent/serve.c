@@ -446,7 +446,9 @@ static int on_frame(struct serve *s, const struct sbx_frame *f)
 
 static int read_input(struct serve *s)
 {
-	uint8_t buf[65536];
+	/* Room for several whole DATA frames per read: a frame that arrives whole is decoded
+	 * in place (no copy). One loop, so one static buffer. */
+	static uint8_t buf[256 * 1024];
 	ssize_t n = read(s->in_fd, buf, sizeof buf);
 	if (n < 0)
 		return errno == EINTR || errno == EAGAIN ? 0 : fail(s, "read from the host failed");

@@ -340,8 +340,10 @@ static int on_frame(struct sbx_session *s, const struct sbx_frame *f, struct sbx
 
 static int read_channel(struct sbx_session *s, struct sbx_err *e)
 {
-	uint8_t buf[65536];
-	ssize_t n = read(s->from_fd, buf, sizeof buf);
+	/* Room for several whole DATA frames per read: a frame that arrives whole is decoded
+	 * in place (no copy). */
+	uint8_t *buf = s->rbuf;
+	ssize_t n = read(s->from_fd, buf, SBX_SESSION_RBUF);
 	if (n < 0) {
 		if (errno == EINTR || errno == EAGAIN)
 			return 0;
@@ -608,7 +610,8 @@ int sbx_session_open(struct sbx_session **out, char *const argv_template[], cons
 	s->sigpipe_ignored = sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
 	sbx_outq_init(&s->out);
 	s->decbuf = malloc(SBX_FRAME_HDR + SBX_FRAME_MAX_PAYLOAD);
-	int ok = s->decbuf != NULL;
+	s->rbuf = malloc(SBX_SESSION_RBUF);
+	int ok = s->decbuf != NULL && s->rbuf != NULL;
 	for (size_t i = 0; ok && i < argc; i++)
 		ok = (argv[i] = expand(argv_template[i], agent != NULL ? agent : "")) != NULL;
 	if (!ok) {
@@ -737,6 +740,7 @@ void sbx_session_close(struct sbx_session *s)
 		sbx_stream_free(s, s->streams);
 	sbx_outq_free(&s->out);
 	free(s->decbuf);
+	free(s->rbuf);
 	free(s);
 }
 

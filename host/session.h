@@ -35,11 +35,14 @@ struct sbx_stream {
 	int64_t start_ns;
 };
 
+#define SBX_SESSION_RBUF (256 * 1024)
+
 struct sbx_session {
 	pid_t pid;
 	int to_fd, from_fd, err_fd;
 	struct sbx_frame_dec dec;
 	uint8_t *decbuf;
+	uint8_t *rbuf; /* SBX_SESSION_RBUF bytes: what one read of the channel takes */
 	struct sbx_outq out;
 	struct sbx_hello hello;
 	int have_hello;

@@ -112,6 +112,32 @@ enum sbx_dec_status sbx_frame_dec_feed(struct sbx_frame_dec *d, const uint8_t *i
 	if (d->error != SBX_DEC_OK)
 		return SBX_DEC_ERROR;
 	while (pos < len) {
+		if (d->have == 0 && len - pos >= SBX_FRAME_HDR && in[pos] == SBX_FRAME_MAGIC0 &&
+		    in[pos + 1] == SBX_FRAME_MAGIC1) {
+			/* A whole header at hand: check it; a whole frame is handed out in place,
+			 * without copying its payload. */
+			memcpy(d->buf, in + pos, SBX_FRAME_HDR);
+			d->have = SBX_FRAME_HDR;
+			pos += SBX_FRAME_HDR;
+			d->error = check_header(d);
+			if (d->error != SBX_DEC_OK) {
+				*used = pos;
+				return SBX_DEC_ERROR;
+			}
+			if (len - pos >= d->need_len) {
+				out->type = d->buf[2];
+				out->flags = d->buf[3];
+				out->stream = get32(d->buf + 4);
+				out->len = d->need_len;
+				out->payload = in + pos;
+				pos += d->need_len;
+				d->have = 0;
+				d->need_len = 0;
+				d->frames++;
+				*used = pos;
+				return SBX_DEC_FRAME;
+			}
+		}
 		if (d->have < SBX_FRAME_HDR) {
 			size_t n = SBX_FRAME_HDR - d->have;
 			if (n > len - pos)

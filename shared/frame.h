@@ -80,7 +80,9 @@ void sbx_frame_dec_init(struct sbx_frame_dec *d, uint8_t *buf, size_t cap);
 
 /* Consumes input until one frame is complete (SBX_DEC_FRAME, with *used the bytes taken, so
  * the caller calls again with the rest) or the input is exhausted (SBX_DEC_NEED, *used = len).
- * A frame's payload points into the decoder's buffer. */
+ * A frame's payload points into the decoder's buffer, or, when the whole frame was in `in`,
+ * into `in` itself (no copy): either way it is valid only until the next call or until the
+ * caller reuses `in`. */
 enum sbx_dec_status sbx_frame_dec_feed(struct sbx_frame_dec *d, const uint8_t *in, size_t len,
                                        size_t *used, struct sbx_frame *out);
 
