@@ -16,47 +16,14 @@
 #include "msg.h"
 #include "pathexec.h"
 #include "proto.h"
+#include "strv.h"
 
 extern char **environ;
 
-static int push(char ***list, size_t *n, char *s)
-{
-	char **l = realloc(*list, (*n + 2) * sizeof *l);
-	if (l == NULL) {
-		free(s);
-		return -1;
-	}
-	l[(*n)++] = s;
-	l[*n] = NULL;
-	*list = l;
-	return 0;
-}
-
-static char *dup_field(const struct sbx_field *f)
-{
-	if (memchr(f->val, '\0', f->len) != NULL)
-		return NULL;
-	char *s = malloc((size_t)f->len + 1);
-	if (s != NULL) {
-		memcpy(s, f->val, f->len);
-		s[f->len] = '\0';
-	}
-	return s;
-}
-
-static void free_list(char **l)
-{
-	if (l == NULL)
-		return;
-	for (char **p = l; *p != NULL; p++)
-		free(*p);
-	free(l);
-}
-
 void sbx_exec_req_free(struct sbx_exec_req *r)
 {
-	free_list(r->argv);
-	free_list(r->env);
+	sbx_strv_free(r->argv);
+	sbx_strv_free(r->env);
 	free(r->cwd);
 	free(r->user);
 	memset(r, 0, sizeof *r);
@@ -81,18 +48,18 @@ int sbx_exec_parse(const uint8_t *p, size_t len, struct sbx_exec_req *r, struct 
 		case SBX_T_SHELL:
 		case SBX_T_CWD:
 		case SBX_T_USER:
-			s = dup_field(&f);
+			s = sbx_field_strdup(&f);
 			if (s == NULL)
 				goto bad;
 			if (f.tag == SBX_T_ARGV) {
-				if (push(&r->argv, &nargv, s) != 0)
+				if (sbx_strv_push(&r->argv, &nargv, s) != 0)
 					goto bad;
 			} else if (f.tag == SBX_T_ENV) {
 				if (strchr(s, '=') == NULL || s[0] == '=') {
 					free(s);
 					goto bad;
 				}
-				if (push(&r->env, &nenv, s) != 0)
+				if (sbx_strv_push(&r->env, &nenv, s) != 0)
 					goto bad;
 			} else if (f.tag == SBX_T_SHELL) {
 				free(shell);
@@ -137,8 +104,9 @@ int sbx_exec_parse(const uint8_t *p, size_t len, struct sbx_exec_req *r, struct 
 	if (shell != NULL) {
 		r->is_shell = 1;
 		char *sh = strdup("/bin/sh"), *c = strdup("-c");
-		if (sh == NULL || c == NULL || push(&r->argv, &nargv, sh) != 0 ||
-		    push(&r->argv, &nargv, c) != 0 || push(&r->argv, &nargv, shell) != 0) {
+		if (sh == NULL || c == NULL || sbx_strv_push(&r->argv, &nargv, sh) != 0 ||
+		    sbx_strv_push(&r->argv, &nargv, c) != 0 ||
+		    sbx_strv_push(&r->argv, &nargv, shell) != 0) {
 			sbx_exec_req_free(r);
 			return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "exec request");
 		}
@@ -166,13 +134,13 @@ static char **build_env(const struct sbx_exec_req *r)
 			if (replaced)
 				continue;
 			char *s = strdup(*p);
-			if (s == NULL || push(&out, &n, s) != 0)
+			if (s == NULL || sbx_strv_push(&out, &n, s) != 0)
 				goto fail;
 		}
 	}
 	for (char **q = r->env; q != NULL && *q != NULL; q++) {
 		char *s = strdup(*q);
-		if (s == NULL || push(&out, &n, s) != 0)
+		if (s == NULL || sbx_strv_push(&out, &n, s) != 0)
 			goto fail;
 	}
 	if (out == NULL) {
@@ -180,7 +148,7 @@ static char **build_env(const struct sbx_exec_req *r)
 	}
 	return out;
 fail:
-	free_list(out);
+	sbx_strv_free(out);
 	return NULL;
 }
 
@@ -314,14 +282,14 @@ int sbx_exec_spawn(const struct sbx_exec_req *r, struct sbx_spawned *s, struct s
 	if (!ok) {
 		int err = errno;
 		close_pair(in), close_pair(out), close_pair(errp), close_pair(st);
-		free_list(env);
+		sbx_strv_free(env);
 		return sbx_err_set(e, SBX_ETRANSFER, err, "exec pipes");
 	}
 	pid_t pid = fork();
 	if (pid < 0) {
 		int err = errno;
 		close_pair(in), close_pair(out), close_pair(errp), close_pair(st);
-		free_list(env);
+		sbx_strv_free(env);
 		return sbx_err_set(e, SBX_ETRANSFER, err, "fork");
 	}
 	if (pid == 0) {
@@ -329,7 +297,7 @@ int sbx_exec_spawn(const struct sbx_exec_req *r, struct sbx_spawned *s, struct s
 		int fds[3] = {in[0], out[1], errp[1]};
 		child(r, env, fds, st[1], switch_user, uid, gid, have_name);
 	}
-	free_list(env);
+	sbx_strv_free(env);
 	close(in[0]);
 	close(out[1]);
 	close(errp[1]);

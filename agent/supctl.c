@@ -18,6 +18,7 @@
 
 #include "err.h"
 #include "proto.h"
+#include "strv.h"
 #include "supervise.h"
 
 #define READ_MAX (512 * 1024)
@@ -77,36 +78,6 @@ static int has_file(int dfd, const char *name)
 {
 	struct stat st;
 	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
-}
-
-static char *field_dup(const struct sbx_field *f)
-{
-	if (memchr(f->val, '\0', f->len) != NULL)
-		return NULL;
-	char *s = malloc((size_t)f->len + 1);
-	if (s != NULL) {
-		memcpy(s, f->val, f->len);
-		s[f->len] = '\0';
-	}
-	return s;
-}
-
-static int push(char ***list, size_t *n, char *s)
-{
-	char **l = realloc(*list, (*n + 2) * sizeof *l);
-	if (l == NULL)
-		return -1;
-	l[(*n)++] = s;
-	l[*n] = NULL;
-	*list = l;
-	return 0;
-}
-
-static void free_list(char **l)
-{
-	for (char **p = l; p != NULL && *p != NULL; p++)
-		free(*p);
-	free(l);
 }
 
 /* Closes every descriptor but 0, 1, 2 and points those at /dev/null. */
@@ -172,20 +143,19 @@ void sbx_supctl_run(const uint8_t *req, size_t len, struct sbx_msgw *w)
 		switch (f.tag) {
 		case SBX_T_ARGV:
 		case SBX_T_ENV: {
-			char *s = field_dup(&f);
-			bad = s == NULL || push(f.tag == SBX_T_ARGV ? &argv : &env,
-			                        f.tag == SBX_T_ARGV ? &nargv : &nenv, s) != 0;
-			if (bad)
-				free(s);
+			char *s = sbx_field_strdup(&f);
+			bad = s == NULL ||
+			      sbx_strv_push(f.tag == SBX_T_ARGV ? &argv : &env,
+			                    f.tag == SBX_T_ARGV ? &nargv : &nenv, s) != 0;
 			break;
 		}
 		case SBX_T_CWD:
 			free(cwd);
-			bad = (cwd = field_dup(&f)) == NULL;
+			bad = (cwd = sbx_field_strdup(&f)) == NULL;
 			break;
 		case SBX_T_USER:
 			free(user);
-			bad = (user = field_dup(&f)) == NULL;
+			bad = (user = sbx_field_strdup(&f)) == NULL;
 			break;
 		case SBX_T_KEY:
 			bad = f.len > sizeof o.key;
@@ -267,8 +237,8 @@ void sbx_supctl_run(const uint8_t *req, size_t len, struct sbx_msgw *w)
 out:
 	/* The key lives on only in the supervisor. */
 	memset(o.key, 0, sizeof o.key);
-	free_list(argv);
-	free_list(env);
+	sbx_strv_free(argv);
+	sbx_strv_free(env);
 	free(cwd);
 	free(user);
 }

@@ -19,6 +19,7 @@
 #include "paths.h"
 #include "probe.h"
 #include "proto.h"
+#include "strv.h"
 #include "treemove.h"
 #include "unpack.h"
 
@@ -28,43 +29,17 @@
 
 #define STAGE_PREFIX ".sbx-stage"
 
-static int push(char ***list, size_t *n, char *s)
-{
-	char **l = realloc(*list, (*n + 2) * sizeof *l);
-	if (l == NULL) {
-		free(s);
-		return -1;
-	}
-	l[(*n)++] = s;
-	l[*n] = NULL;
-	*list = l;
-	return 0;
-}
-
+/* A non-empty string field (NULL for an empty one or one holding a NUL). */
 static char *dup_field(const struct sbx_field *f)
 {
-	if (f->len == 0 || memchr(f->val, '\0', f->len) != NULL)
-		return NULL;
-	char *s = malloc((size_t)f->len + 1);
-	if (s != NULL) {
-		memcpy(s, f->val, f->len);
-		s[f->len] = '\0';
-	}
-	return s;
-}
-
-static void free_list(char **l)
-{
-	for (char **p = l; p != NULL && *p != NULL; p++)
-		free(*p);
-	free(l);
+	return f->len == 0 ? NULL : sbx_field_strdup(f);
 }
 
 void sbx_xfer_req_free(struct sbx_xfer_req *r)
 {
 	free(r->path);
-	free_list(r->names);
-	free_list(r->exclude);
+	sbx_strv_free(r->names);
+	sbx_strv_free(r->exclude);
 	memset(r, 0, sizeof *r);
 }
 
@@ -92,8 +67,8 @@ int sbx_xfer_parse(int upload, const uint8_t *p, size_t len, struct sbx_xfer_req
 		case SBX_T_EXCLUDE:
 			if ((s = dup_field(&f)) == NULL)
 				goto bad;
-			if (push(f.tag == SBX_T_NAMES ? &r->names : &r->exclude,
-			         f.tag == SBX_T_NAMES ? &nn : &ne, s) != 0)
+			if (sbx_strv_push(f.tag == SBX_T_NAMES ? &r->names : &r->exclude,
+			                  f.tag == SBX_T_NAMES ? &nn : &ne, s) != 0)
 				goto bad;
 			break;
 		case SBX_T_XMODE:
@@ -279,7 +254,7 @@ static int empty_except(int fd, const char *keep, struct sbx_err *e)
 		    strcmp(de->d_name, keep) == 0)
 			continue;
 		char *s = strdup(de->d_name);
-		if (s == NULL || push(&names, &n, s) != 0) {
+		if (s == NULL || sbx_strv_push(&names, &n, s) != 0) {
 			rc = sbx_err_set(e, SBX_ETRANSFER, ENOMEM, "list the target");
 			break;
 		}
@@ -287,7 +262,7 @@ static int empty_except(int fd, const char *keep, struct sbx_err *e)
 	closedir(d);
 	for (size_t i = 0; i < n && rc == 0; i++)
 		rc = sbx_rmtree_at(fd, names[i], e);
-	free_list(names);
+	sbx_strv_free(names);
 	return rc;
 }
 

@@ -1,6 +1,7 @@
 /* Field writer and reader for message payloads. */
 #include "msg.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 void sbx_msgw_init(struct sbx_msgw *w, uint8_t *buf, size_t cap)
@@ -98,4 +99,16 @@ int sbx_msg_find(const uint8_t *p, size_t len, uint16_t tag, struct sbx_field *f
 		if (f->tag == tag)
 			return 1;
 	return rc;
+}
+
+char *sbx_field_strdup(const struct sbx_field *f)
+{
+	if (memchr(f->val, '\0', f->len) != NULL)
+		return NULL;
+	char *s = malloc((size_t)f->len + 1);
+	if (s != NULL) {
+		memcpy(s, f->val, f->len);
+		s[f->len] = '\0';
+	}
+	return s;
 }

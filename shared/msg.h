@@ -48,4 +48,7 @@ int sbx_field_str(const struct sbx_field *f, char *out, size_t cap);
 /* Finds the first field with tag; 1 found, 0 absent, -1 malformed payload. */
 int sbx_msg_find(const uint8_t *p, size_t len, uint16_t tag, struct sbx_field *f);
 
+/* A string field as a malloc'd C string; NULL when it holds a NUL byte or memory runs out. */
+char *sbx_field_strdup(const struct sbx_field *f);
+
 #endif

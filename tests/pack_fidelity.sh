@@ -16,34 +16,8 @@ w=$(mktemp -d /tmp/sbx-pack-XXXXXX)
 mount -t tmpfs tmpfs "$w"
 trap 'umount -l "$w"; rmdir "$w"' EXIT
 src=$w/src
-mkdir -p "$src"
-cd "$src"
-mkdir -p empty ro/inner deep
-for m in 0000 0400 0644 0755 4755 2755 1777 6711; do
-	echo "mode $m" >"f$m"
-	chmod "$m" "f$m"
-done
-echo data >ro/inner/file
-echo hard >h1
-ln h1 h2
-ln h1 ro/h3
-ln -s h1 rel
-ln -s /etc/passwd abs
-ln -s nowhere dangling
-touch 'with space' $'new\nline' $'bad\xff\xfebytes'
-touch "$(printf 'n%.0s' $(seq 255))"
-chown 1001:2002 f0644 ro/inner/file
-chown -h 1001:2002 rel
-touch -d '2001-02-03 04:05:06.123456789' f0644
-# A path past PATH_MAX: built one relative step at a time.
-(
-	cd deep
-	comp=$(printf 'd%.0s' $(seq 120))
-	for i in $(seq 40); do mkdir "$comp" && cd "$comp"; done
-	echo bottom >leaf
-)
-chmod 0555 ro/inner ro
-chmod 0700 empty
+. "$(dirname "$0")/lib/fidelity_tree.sh"
+make_fidelity_tree "$src"
 
 out=$w/out.tar
 "$agent" pack "$src" >"$out" 2>"$w/stats" || { cat "$w/stats"; exit 1; }

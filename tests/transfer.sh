@@ -64,39 +64,8 @@ jget() { sed -n "s/.*\"$1\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p" | tr -d '"'; }
 
 # ---- the tree ----
 src=$w/src
-mkdir -p "$src"
-(
-	cd "$src"
-	mkdir -p empty ro/inner deep
-	for m in 0000 0400 0644 0755 4755 2755 1777 6711; do
-		echo "mode $m" >"f$m"
-		chmod "$m" "f$m"
-	done
-	echo data >ro/inner/file
-	echo hard >h1
-	ln h1 h2
-	ln h1 ro/h3
-	ln -s h1 rel
-	ln -s /etc/passwd abs
-	ln -s nowhere dangling
-	touch 'with space' $'new\nline' $'bad\xff\xfebytes'
-	touch "$(printf 'n%.0s' $(seq 255))"
-	chown 1001:2002 f0644 ro/inner/file
-	chown -h 1001:2002 rel
-	touch -d '2001-02-03 04:05:06.123456789' f0644
-	truncate -s 3G sparse
-	printf 'head' | dd of=sparse conv=notrunc status=none
-	printf 'middle' | dd of=sparse bs=1 seek=1610612736 conv=notrunc status=none
-	printf 'tail' | dd of=sparse bs=1 seek=3221225468 conv=notrunc status=none
-	(
-		cd deep
-		comp=$(printf 'd%.0s' $(seq 120))
-		for i in $(seq 40); do mkdir "$comp" && cd "$comp"; done
-		echo bottom >leaf
-	)
-	chmod 0555 ro/inner ro
-	chmod 0700 empty
-)
+. "$(dirname "$0")/lib/fidelity_tree.sh"
+make_fidelity_tree "$src" sparse
 sb=$w/sandbox
 mkdir -p "$sb"
 
@@ -180,7 +149,14 @@ ok "upload-path: folder replaced and opened; file into a created/opened parent (
 [ "$(S download-path "$sb/m" "$w/got/m")" = dir ] && [ "$(cat "$w/got/m/sub/other")" = stays ] || die "download-path dir"
 S download-path --archive-copy "$w/one.tar" "$sb/np/deeper/tool2" "$w/got/t2" >/dev/null
 [ "$(tar -tf "$w/one.tar")" = tool2 ] || die "a file's archive holds one member named as the file"
+ln -s tool2 "$sb/np/deeper/lnk"
+[ "$(S download-path --archive-copy "$w/lnk.tar" "$sb/np/deeper/lnk" "$w/got/lnk")" = file ] || die "download-path via a symlink"
+[ -f "$w/got/lnk" ] && [ ! -L "$w/got/lnk" ] && [ "$(cat "$w/got/lnk")" = exe ] || die "download-path via a symlink: content"
+[ "$(tar -tf "$w/lnk.tar")" = lnk ] || die "the member is named as the path names the file"
+S upload-archive "$w/one.tar" file "$sb/replay/tool2" || die "upload-archive file"
+[ "$(stat -c %a "$sb/replay/tool2")" = 750 ] && [ "$(cat "$sb/replay/tool2")" = exe ] || die "upload-archive file: mode or content"
 ok "download-path: file with its mode, folder, absent; a file's archive is one member"
+ok "download-path through a symlink names the member as the path; upload-archive of a file's archive"
 
 # ---- upload_archive: keep_out ----
 mkdir -p "$sb/keep" && echo precious >"$sb/keep/p" && ln -s keep "$sb/link"
@@ -262,29 +238,26 @@ rm -rf "$w/cutdl" "$w/cut.tar"
 down=$(awk '/^up/{print $4}' "$w/counts")
 [ "$up" -gt 3000000 ] && [ "$down" -gt 3000000 ] || die "cutter counts: up $up down $down"
 cuts=0
-for mode in eof kill; do
-	for at in 40 200 $((up / 3)) $((up - 200)) $((up - 60)) $((up - 1)); do
-		rm -rf "$sb/cut" && cp -a "$old" "$sb/cut"
-		rc=0
-		V "$mode $at -1" upload-path "$new" "$sb/cut" 2>"$w/err" || rc=$?
-		[ $rc = 3 ] || { cat "$w/err"; die "upload cut at $at ($mode): exit $rc, want 3"; }
-		for i in $(seq 50); do find "$sb" -name '.sbx-stage-*' | grep -q . || break; sleep 0.1; done
-		nostage "$sb"
-		same "$old" "$sb/cut" >/dev/null 2>&1 || diff <(shape "$new") <(shape "$sb/cut") >/dev/null ||
-			die "upload cut at $at ($mode): a mix of old and new"
-		cuts=$((cuts + 1))
-	done
-	# Right after the whole COMMIT, before its answer: the agent commits; the host only
-	# knows it lost the channel. The new tree, whole (or the old one if killed first).
+# upload_cut MODE "UP DOWN" LABEL: an upload-path of $new over a copy of $old through the
+# cutter must fail as unavailable and leave the old tree or the new one, and no staging.
+upload_cut() {
 	rm -rf "$sb/cut" && cp -a "$old" "$sb/cut"
-	rc=0
-	V "$mode $up -1" upload-path "$new" "$sb/cut" 2>"$w/err" || rc=$?
-	[ $rc = 3 ] || { cat "$w/err"; die "upload answer cut ($mode): exit $rc, want 3"; }
+	local rc=0
+	V "$1 $2" upload-path "$new" "$sb/cut" 2>"$w/err" || rc=$?
+	[ $rc = 3 ] || { cat "$w/err"; die "upload $3 ($1): exit $rc, want 3"; }
 	for i in $(seq 50); do find "$sb" -name '.sbx-stage-*' | grep -q . || break; sleep 0.1; done
 	nostage "$sb"
 	same "$old" "$sb/cut" >/dev/null 2>&1 || diff <(shape "$new") <(shape "$sb/cut") >/dev/null ||
-		die "upload answer cut ($mode): a mix of old and new"
+		die "upload $3 ($1): a mix of old and new"
 	cuts=$((cuts + 1))
+}
+for mode in eof kill; do
+	for at in 40 200 $((up / 3)) $((up - 200)) $((up - 60)) $((up - 1)); do
+		upload_cut "$mode" "$at -1" "cut at $at"
+	done
+	# Right after the whole COMMIT, before its answer: the agent commits; the host only
+	# knows it lost the channel. The new tree, whole (or the old one if killed first).
+	upload_cut "$mode" "$up -1" "answer cut"
 	for at in 40 300 $((down / 2)) $((down - 100)) $((down - 1)); do
 		rm -rf "$w/cutdl" && cp -a "$old" "$w/cutdl"
 		rc=0
