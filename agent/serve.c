@@ -46,7 +46,7 @@ struct job {
 	struct sbx_credit_tx tx[SBX_CH_COUNT];
 	struct sbx_credit_rx rx_in;
 	uint8_t *inbuf;
-	size_t in_len, in_off;
+	size_t in_len, in_off; /* a ring of SBX_WINDOW_DEFAULT bytes: in_len held from in_off */
 	int in_end;
 	/* transfer jobs (xfer.h): no stderr channel; the child's RESPONSE comes on fd_res */
 	int xfer, upload;
@@ -342,7 +342,7 @@ static int on_data(struct serve *s, const struct sbx_frame *f)
 		}
 	} else if (n > 0) {
 		const uint8_t *d = f->payload + 1;
-		if (j->in_off == j->in_len) {
+		if (j->in_len == 0) {
 			/* Nothing waiting: straight into the pipe, buffer only what does not fit.
 			 */
 			ssize_t wr = write(j->fd_in, d, n);
@@ -362,14 +362,13 @@ static int on_data(struct serve *s, const struct sbx_frame *f)
 			goto end;
 		if (j->inbuf == NULL && (j->inbuf = malloc(SBX_WINDOW_DEFAULT)) == NULL)
 			return fail(s, "out of memory for stdin");
-		if (j->in_off > 0 && j->in_off == j->in_len)
-			j->in_off = j->in_len = 0;
-		if (SBX_WINDOW_DEFAULT - j->in_len < n) {
-			memmove(j->inbuf, j->inbuf + j->in_off, j->in_len - j->in_off);
-			j->in_len -= j->in_off;
-			j->in_off = 0;
-		}
-		memcpy(j->inbuf + j->in_len, d, n);
+		/* The ring never overflows: credit bounds what is held to the window. */
+		if (n > SBX_WINDOW_DEFAULT - j->in_len)
+			return fail(s, "host overran its stdin credit");
+		size_t at = (j->in_off + j->in_len) % SBX_WINDOW_DEFAULT;
+		size_t first = SBX_WINDOW_DEFAULT - at < n ? SBX_WINDOW_DEFAULT - at : (size_t)n;
+		memcpy(j->inbuf + at, d, first);
+		memcpy(j->inbuf, d + first, (size_t)n - first);
 		j->in_len += n;
 	}
 end:
@@ -546,17 +545,24 @@ static void drain_and_close(struct serve *s, struct job *j, int chan)
 
 static void pump_in(struct serve *s, struct job *j)
 {
-	size_t pending = j->in_len - j->in_off;
+	/* The contiguous part of the ring first; the wrapped rest on the next call. */
+	size_t pending = j->in_len;
+	if (pending > SBX_WINDOW_DEFAULT - j->in_off)
+		pending = SBX_WINDOW_DEFAULT - j->in_off;
 	if (pending > 0) {
 		ssize_t n = write(j->fd_in, j->inbuf + j->in_off, pending);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)
 				return;
-			/* EPIPE: the program closed its stdin. Drop the rest, return the credit. */
-			n = (ssize_t)pending;
+			/* EPIPE: the program closed its stdin. Drop all that is held, return its
+			 * credit. */
+			n = (ssize_t)j->in_len;
 			close_fd(&j->fd_in);
+			j->in_off = j->in_len = 0;
+		} else {
+			j->in_off = (j->in_off + (size_t)n) % SBX_WINDOW_DEFAULT;
+			j->in_len -= (size_t)n;
 		}
-		j->in_off += (size_t)n;
 		uint64_t g = sbx_credit_rx_consumed(&j->rx_in, (uint64_t)n);
 		if (g > 0) {
 			uint8_t c[5] = {SBX_CH_STDIN, (uint8_t)(g >> 24), (uint8_t)(g >> 16),
@@ -564,7 +570,7 @@ static void pump_in(struct serve *s, struct job *j)
 			queue(s, SBX_LANE_CTRL, SBX_F_CREDIT, 0, j->stream, c, 5);
 		}
 	}
-	if (j->fd_in >= 0 && j->in_end && j->in_off == j->in_len)
+	if (j->fd_in >= 0 && j->in_end && j->in_len == 0)
 		close_fd(&j->fd_in);
 }
 
@@ -752,7 +758,7 @@ static int loop(struct serve *s)
 				pfd[n] = (struct pollfd){.fd = j->fd_err, .events = POLLIN};
 				owner[n] = j, chan[n++] = SBX_CH_STDERR;
 			}
-			if (j->fd_in >= 0 && (j->in_len > j->in_off || j->in_end)) {
+			if (j->fd_in >= 0 && (j->in_len > 0 || j->in_end)) {
 				pfd[n] = (struct pollfd){.fd = j->fd_in, .events = POLLOUT};
 				owner[n] = j, chan[n++] = SBX_CH_STDIN;
 			}

@@ -404,6 +404,45 @@ static void exec_env_cwd_user_stdin(void **state)
 	sbx_session_close(s);
 }
 
+/* stdin to a command that reads slowly: the agent holds what the pipe does not take in a
+ * ring of one credit window, which fills and wraps; every byte must arrive in order (the
+ * digest), and a command that stops reading early must not stall the stream. */
+static void exec_stdin_through_a_slow_reader(void **state)
+{
+	(void)state;
+	struct sbx_session *s = open_runner();
+	size_t big = 11 * 1024 * 1024 + 4093;
+	unsigned char *data = malloc(big);
+	uint64_t x = 88172645463325252u;
+	for (size_t i = 0; i < big; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		data[i] = (unsigned char)x;
+	}
+	uint8_t d[SBX_SHA256_LEN];
+	sbx_sha256(data, big, d);
+	char want[2 * SBX_SHA256_LEN + 1];
+	for (int i = 0; i < SBX_SHA256_LEN; i++)
+		snprintf(want + 2 * i, 3, "%02x", d[i]);
+	struct sbx_exec_opts o;
+	sbx_exec_opts_init(&o);
+	o.stdin_data = data;
+	o.stdin_len = big;
+	o.shell = "sleep 0.5; sha256sum";
+	struct cap c;
+	struct sbx_exec_result r = run(s, &o, &c);
+	assert_int_equal(r.code, 0);
+	c.out[c.nout] = '\0';
+	assert_true(c.nout >= 64);
+	assert_memory_equal(c.out, want, 64);
+	/* Stops reading after 1000 bytes, after the ring filled. */
+	o.shell = "sleep 0.3; head -c 1000 | wc -c";
+	r = run(s, &o, &c);
+	assert_int_equal(r.code, 0);
+	assert_int_equal(atol(c.out), 1000);
+	free(data);
+	sbx_session_close(s);
+}
+
 struct count {
 	uint64_t n;
 };
@@ -664,6 +703,7 @@ int main(int argc, char **argv)
 	        cmocka_unit_test(exec_outcomes),
 	        cmocka_unit_test(exec_env_cwd_user_stdin),
 	        cmocka_unit_test(exec_bulk_output),
+	        cmocka_unit_test(exec_stdin_through_a_slow_reader),
 	        cmocka_unit_test(exec_cancelled_by_sink),
 	        cmocka_unit_test(exec_output_survives_slow_host),
 	        cmocka_unit_test(channel_garbage),

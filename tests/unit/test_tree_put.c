@@ -3,28 +3,11 @@
  * root in a private mount namespace on a fresh tmpfs; around every target a `victim` file and
  * an `outside/` folder must keep their bytes, mode and link count, and nothing may appear
  * beside the target. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#include <cmocka.h>
-
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <sched.h>
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mount.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -32,101 +15,7 @@
 #include <sys/prctl.h>
 
 #include "member.h"
-#include "tree_put.h"
-
-#define MS (1u << SBX_PUT_SANDBOX)
-#define MD (1u << SBX_PUT_DATA)
-#define MK (1u << SBX_PUT_KEEP)
-#define MALL (MS | MD | MK)
-#define MTIME 1500000000LL
-
-static char g_base[64]; /* the tmpfs, in a private mount namespace */
-static int g_ready;     /* 0: not root or no namespace: every test skips */
-static int g_serial;
-static struct sbx_err E;
-
-struct fx {
-	char dir[128];
-	char outside[160]; /* absolute paths, for absolute symlinks planted or archived */
-	char victim[160];
-	int dfd, root;
-	enum sbx_put_mode mode;
-	int walk;
-	struct sbx_put *p;
-	struct stat victim_st, outside_st, keep_st;
-};
-
-static void write_at(int dfd, const char *name, const char *data, mode_t mode)
-{
-	int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, data, strlen(data)), (ssize_t)strlen(data));
-	assert_int_equal(fchmod(fd, mode), 0);
-	close(fd);
-}
-
-/* The file's bytes ("" when missing). */
-static const char *read_at(int dfd, const char *name)
-{
-	static char buf[4096];
-	buf[0] = '\0';
-	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return buf;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	buf[n > 0 ? n : 0] = '\0';
-	close(fd);
-	return buf;
-}
-
-static int lstat_at(int dfd, const char *name, struct stat *st)
-{
-	return fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW);
-}
-
-static int exists(int dfd, const char *name)
-{
-	struct stat st;
-	return lstat_at(dfd, name, &st) == 0;
-}
-
-static size_t count_entries(int dfd, const char *name)
-{
-	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	assert_true(fd >= 0);
-	DIR *d = fdopendir(fd);
-	assert_non_null(d);
-	size_t n = 0;
-	struct dirent *de;
-	while ((de = readdir(d)) != NULL)
-		n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
-	closedir(d);
-	return n;
-}
-
-static void fx_open(struct fx *f, enum sbx_put_mode mode, int walk)
-{
-	memset(f, 0, sizeof *f);
-	f->mode = mode;
-	f->walk = walk;
-	snprintf(f->dir, sizeof f->dir, "%s/t%d", g_base, g_serial++);
-	snprintf(f->outside, sizeof f->outside, "%s/outside", f->dir);
-	snprintf(f->victim, sizeof f->victim, "%s/victim", f->dir);
-	assert_int_equal(mkdir(f->dir, 0755), 0);
-	f->dfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(f->dfd >= 0);
-	write_at(f->dfd, "victim", "victim bytes\n", 0644);
-	assert_int_equal(mkdirat(f->dfd, "outside", 0755), 0);
-	assert_int_equal(fchmodat(f->dfd, "outside", 0755, 0), 0);
-	write_at(f->dfd, "outside/keep", "keep bytes\n", 0640);
-	assert_int_equal(mkdirat(f->dfd, "root", 0755), 0);
-	assert_int_equal(fchmodat(f->dfd, "root", 0755, 0), 0);
-	f->root = openat(f->dfd, "root", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(f->root >= 0);
-	assert_int_equal(lstat_at(f->dfd, "victim", &f->victim_st), 0);
-	assert_int_equal(lstat_at(f->dfd, "outside", &f->outside_st), 0);
-	assert_int_equal(lstat_at(f->dfd, "outside/keep", &f->keep_st), 0);
-}
+#include "put_fixture.h"
 
 static struct sbx_put *fx_put(struct fx *f)
 {
@@ -134,41 +23,6 @@ static struct sbx_put *fx_put(struct fx *f)
 	if (sbx_put_open(&f->p, f->root, f->mode, f->walk, &E) != 0)
 		fail_msg("sbx_put_open: %s", E.msg);
 	return f->p;
-}
-
-static void same(const struct stat *a, const struct stat *b)
-{
-	assert_int_equal(a->st_ino, b->st_ino);
-	assert_int_equal(a->st_mode, b->st_mode);
-	assert_int_equal(a->st_nlink, b->st_nlink);
-	assert_int_equal(a->st_size, b->st_size);
-	assert_int_equal(a->st_uid, b->st_uid);
-	assert_int_equal(a->st_gid, b->st_gid);
-}
-
-/* Nothing outside the target changed: victim and outside/ as they were, nothing new beside
- * root/ or in outside/. */
-static void fx_check(struct fx *f)
-{
-	struct stat st;
-	assert_int_equal(lstat_at(f->dfd, "victim", &st), 0);
-	same(&st, &f->victim_st);
-	assert_string_equal(read_at(f->dfd, "victim"), "victim bytes\n");
-	assert_int_equal(lstat_at(f->dfd, "outside", &st), 0);
-	same(&st, &f->outside_st);
-	assert_int_equal(lstat_at(f->dfd, "outside/keep", &st), 0);
-	same(&st, &f->keep_st);
-	assert_string_equal(read_at(f->dfd, "outside/keep"), "keep bytes\n");
-	assert_int_equal(count_entries(f->dfd, "outside"), 1);
-	assert_int_equal(count_entries(f->dfd, "."), 3);
-}
-
-static void fx_close(struct fx *f)
-{
-	sbx_put_free(f->p);
-	f->p = NULL;
-	close(f->root);
-	close(f->dfd);
 }
 
 static struct sbx_put_member mem(int type, const char *name, unsigned mode, const char *link)
@@ -231,41 +85,6 @@ static void finish_ok(struct sbx_put *p)
 {
 	if (sbx_put_finish(p, &E) != 0)
 		fail_msg("finish: %s", E.msg);
-}
-
-static const char *link_at(int dfd, const char *name)
-{
-	static char buf[PATH_MAX];
-	ssize_t n = readlinkat(dfd, name, buf, sizeof buf - 1);
-	buf[n > 0 ? n : 0] = '\0';
-	return buf;
-}
-
-static mode_t mode_at(int dfd, const char *name)
-{
-	struct stat st;
-	assert_int_equal(lstat_at(dfd, name, &st), 0);
-	return st.st_mode & 07777;
-}
-
-typedef void (*case_fn)(struct fx *f);
-
-/* Runs fn in each mode of mask, with openat2 and with the forced walk, on fresh trees. */
-static void run(case_fn fn, unsigned mask)
-{
-	if (!g_ready)
-		skip();
-	for (int walk = 0; walk < 2; walk++) {
-		for (int mode = SBX_PUT_SANDBOX; mode <= SBX_PUT_KEEP; mode++) {
-			if (!(mask & (1u << mode)))
-				continue;
-			struct fx f;
-			fx_open(&f, (enum sbx_put_mode)mode, walk);
-			fn(&f);
-			fx_check(&f);
-			fx_close(&f);
-		}
-	}
 }
 
 /* ---- the cases --------------------------------------------------------------------------- */
@@ -654,12 +473,6 @@ static void c13(struct fx *f)
 	assert_int_equal(count_entries(f->root, "."), 0);
 }
 
-struct mode_case {
-	const char *name;
-	int type;
-	unsigned mode, want_sandbox, want_host;
-};
-
 /* 14 and 15: exact modes and numeric owners in the sandbox, stripped modes and no chown on the
  * host; a 0555 or 0000 directory holding files; mtimes. */
 static void c14(struct fx *f)
@@ -690,17 +503,7 @@ static void c14(struct fx *f)
 	l.gid = 2002;
 	assert_int_equal(put_m(p, &l), 0);
 	finish_ok(p);
-	for (size_t i = 0; i < sizeof mc / sizeof mc[0]; i++) {
-		struct stat st;
-		assert_int_equal(lstat_at(f->root, mc[i].name, &st), 0);
-		unsigned want = f->mode == SBX_PUT_SANDBOX ? mc[i].want_sandbox : mc[i].want_host;
-		if ((st.st_mode & 07777) != want)
-			fail_msg("%s: mode %04o, want %04o", mc[i].name, st.st_mode & 07777, want);
-		assert_int_equal(st.st_uid, f->mode == SBX_PUT_SANDBOX ? 1001 : 0);
-		assert_int_equal(st.st_gid, f->mode == SBX_PUT_SANDBOX ? 2002 : 0);
-		assert_int_equal(st.st_mtim.tv_sec, MTIME + (long long)i);
-		assert_int_equal(st.st_mtim.tv_nsec, 123456789);
-	}
+	mode_cases_check(f, mc, sizeof mc / sizeof mc[0]);
 	struct stat st;
 	assert_int_equal(lstat_at(f->root, "link", &st), 0);
 	assert_int_equal(st.st_uid, f->mode == SBX_PUT_SANDBOX ? 1001 : 0);
@@ -849,10 +652,8 @@ static void c20(struct fx *f)
 static void racer_control(void **state)
 {
 	(void)state;
-	if (!g_ready)
-		skip();
 	struct fx f;
-	fx_open(&f, SBX_PUT_SANDBOX, 0);
+	fx_open_alone(&f);
 	assert_int_equal(mkdirat(f.root, "d", 0755), 0);
 	assert_int_equal(symlinkat(f.outside, f.root, "l"), 0);
 	pid_t pid = fork();
@@ -1129,12 +930,6 @@ static void member_links(void **state)
 	assert_int_equal(sbx_member_link_inside(NULL, "x"), 0);
 }
 
-#define CASE(fn, mask)                                                                             \
-	static void t_##fn(void **state)                                                           \
-	{                                                                                          \
-		(void)state;                                                                       \
-		run(fn, mask);                                                                     \
-	}
 CASE(c01, MALL)
 CASE(c02, MALL)
 CASE(c04, MALL)
@@ -1164,29 +959,7 @@ CASE(rt_usage, MALL)
 static int group_setup(void **state)
 {
 	(void)state;
-	umask(077); /* placement must not depend on the umask */
-	if (geteuid() != 0 || unshare(CLONE_NEWNS) != 0 ||
-	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
-		print_message("  tree_put: needs root and a mount namespace; skipping\n");
-		return 0;
-	}
-	strcpy(g_base, "/tmp/sbx-tree-put.XXXXXX");
-	if (mkdtemp(g_base) == NULL || mount("tmpfs", g_base, "tmpfs", 0, "mode=0755") != 0) {
-		print_message("  tree_put: no tmpfs; skipping\n");
-		return 0;
-	}
-	g_ready = 1;
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	if (g_ready) {
-		umount2(g_base, MNT_DETACH);
-		rmdir(g_base);
-	}
-	return 0;
+	return put_fixture_setup("tree_put", "/tmp/sbx-tree-put.XXXXXX");
 }
 
 int main(void)
@@ -1222,5 +995,5 @@ int main(void)
 	        cmocka_unit_test(t_rt_usage),
 	        cmocka_unit_test(openat2_filtered),
 	};
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, group_setup, put_fixture_teardown);
 }

@@ -5,176 +5,21 @@
  * and an `outside/` folder must keep their bytes, mode and link count, and nothing may appear
  * beside the target. Also: a pack -> unpack round trip of every kind of entry, a 3 GiB sparse
  * file, the stream digest, the tee copy, truncation and trailing bytes. */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#include <cmocka.h>
-
 #include <archive.h>
 #include <archive_entry.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <locale.h>
-#include <sched.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include "digest.h"
 #include "pack.h"
+#include "put_fixture.h"
 #include "unpack.h"
 
-#define MS (1u << SBX_PUT_SANDBOX)
-#define MD (1u << SBX_PUT_DATA)
-#define MK (1u << SBX_PUT_KEEP)
-#define MALL (MS | MD | MK)
-#define MTIME 1500000000LL
 #define GIB (1024LL * 1024 * 1024)
 
-static char g_base[64]; /* the tmpfs, in a private mount namespace */
-static int g_ready;     /* 0: not root or no namespace: every test skips */
-static int g_serial;
-static struct sbx_err E;
 static struct sbx_unpack_stats ST;
-
-/* ---- the target ---------------------------------------------------------------------------- */
-
-struct fx {
-	char dir[128];
-	char outside[160];
-	char victim[160];
-	int dfd, root;
-	enum sbx_put_mode mode;
-	int walk;
-	struct stat victim_st, outside_st, keep_st;
-};
-
-static void write_at(int dfd, const char *name, const char *data, mode_t mode)
-{
-	int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	assert_true(fd >= 0);
-	assert_int_equal(write(fd, data, strlen(data)), (ssize_t)strlen(data));
-	assert_int_equal(fchmod(fd, mode), 0);
-	close(fd);
-}
-
-static const char *read_at(int dfd, const char *name)
-{
-	static char buf[4096];
-	buf[0] = '\0';
-	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return buf;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	buf[n > 0 ? n : 0] = '\0';
-	close(fd);
-	return buf;
-}
-
-static int lstat_at(int dfd, const char *name, struct stat *st)
-{
-	return fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW);
-}
-
-static int exists(int dfd, const char *name)
-{
-	struct stat st;
-	return lstat_at(dfd, name, &st) == 0;
-}
-
-static const char *link_at(int dfd, const char *name)
-{
-	static char buf[PATH_MAX];
-	ssize_t n = readlinkat(dfd, name, buf, sizeof buf - 1);
-	buf[n > 0 ? n : 0] = '\0';
-	return buf;
-}
-
-static mode_t mode_at(int dfd, const char *name)
-{
-	struct stat st;
-	assert_int_equal(lstat_at(dfd, name, &st), 0);
-	return st.st_mode & 07777;
-}
-
-static size_t count_entries(int dfd, const char *name)
-{
-	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	assert_true(fd >= 0);
-	DIR *d = fdopendir(fd);
-	assert_non_null(d);
-	size_t n = 0;
-	struct dirent *de;
-	while ((de = readdir(d)) != NULL)
-		n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
-	closedir(d);
-	return n;
-}
-
-static void fx_open(struct fx *f, enum sbx_put_mode mode, int walk)
-{
-	memset(f, 0, sizeof *f);
-	f->mode = mode;
-	f->walk = walk;
-	snprintf(f->dir, sizeof f->dir, "%s/t%d", g_base, g_serial++);
-	snprintf(f->outside, sizeof f->outside, "%s/outside", f->dir);
-	snprintf(f->victim, sizeof f->victim, "%s/victim", f->dir);
-	assert_int_equal(mkdir(f->dir, 0755), 0);
-	f->dfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(f->dfd >= 0);
-	write_at(f->dfd, "victim", "victim bytes\n", 0644);
-	assert_int_equal(mkdirat(f->dfd, "outside", 0755), 0);
-	assert_int_equal(fchmodat(f->dfd, "outside", 0755, 0), 0);
-	write_at(f->dfd, "outside/keep", "keep bytes\n", 0640);
-	assert_int_equal(mkdirat(f->dfd, "root", 0755), 0);
-	assert_int_equal(fchmodat(f->dfd, "root", 0755, 0), 0);
-	f->root = openat(f->dfd, "root", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(f->root >= 0);
-	assert_int_equal(lstat_at(f->dfd, "victim", &f->victim_st), 0);
-	assert_int_equal(lstat_at(f->dfd, "outside", &f->outside_st), 0);
-	assert_int_equal(lstat_at(f->dfd, "outside/keep", &f->keep_st), 0);
-}
-
-static void same(const struct stat *a, const struct stat *b)
-{
-	assert_int_equal(a->st_ino, b->st_ino);
-	assert_int_equal(a->st_mode, b->st_mode);
-	assert_int_equal(a->st_nlink, b->st_nlink);
-	assert_int_equal(a->st_size, b->st_size);
-	assert_int_equal(a->st_uid, b->st_uid);
-	assert_int_equal(a->st_gid, b->st_gid);
-}
-
-/* Nothing outside the target changed. */
-static void fx_check(struct fx *f)
-{
-	struct stat st;
-	assert_int_equal(lstat_at(f->dfd, "victim", &st), 0);
-	same(&st, &f->victim_st);
-	assert_string_equal(read_at(f->dfd, "victim"), "victim bytes\n");
-	assert_int_equal(lstat_at(f->dfd, "outside", &st), 0);
-	same(&st, &f->outside_st);
-	assert_int_equal(lstat_at(f->dfd, "outside/keep", &st), 0);
-	same(&st, &f->keep_st);
-	assert_string_equal(read_at(f->dfd, "outside/keep"), "keep bytes\n");
-	assert_int_equal(count_entries(f->dfd, "outside"), 1);
-	assert_int_equal(count_entries(f->dfd, "."), 3);
-}
-
-static void fx_close(struct fx *f)
-{
-	close(f->root);
-	close(f->dfd);
-}
 
 /* ---- archives from libarchive's writer ----------------------------------------------------- */
 
@@ -427,26 +272,6 @@ static void refuse_one(struct fx *f, int type, const char *name, const char *lin
 	size_t n = ab_close(&b);
 	refused(f, b.buf, n, name, rule);
 	free(b.buf);
-}
-
-typedef void (*case_fn)(struct fx *f);
-
-/* Runs fn in each mode of mask, with openat2 and with the forced walk, on fresh trees. */
-static void run(case_fn fn, unsigned mask)
-{
-	if (!g_ready)
-		skip();
-	for (int walk = 0; walk < 2; walk++) {
-		for (int mode = SBX_PUT_SANDBOX; mode <= SBX_PUT_KEEP; mode++) {
-			if (!(mask & (1u << mode)))
-				continue;
-			struct fx f;
-			fx_open(&f, (enum sbx_put_mode)mode, walk);
-			fn(&f);
-			fx_check(&f);
-			fx_close(&f);
-		}
-	}
 }
 
 static const int kinds[] = {AE_IFREG, AE_IFDIR, AE_IFLNK, 'h'};
@@ -788,12 +613,6 @@ static void c13(struct fx *f)
 	assert_false(exists(f->root, "long"));
 }
 
-struct mode_case {
-	const char *name;
-	int type;
-	unsigned mode, want_sandbox, want_host;
-};
-
 /* 14 and 15: exact modes and numeric owners in the sandbox (user names in the archive are
  * never looked up), stripped modes and no chown on the host; a 0555 directory with files. */
 static void c14(struct fx *f)
@@ -839,17 +658,7 @@ static void c14(struct fx *f)
 	size_t n = ab_close(&b);
 	unpack_ok(f, b.buf, n);
 	free(b.buf);
-	for (size_t i = 0; i < sizeof mc / sizeof mc[0]; i++) {
-		struct stat st;
-		assert_int_equal(lstat_at(f->root, mc[i].name, &st), 0);
-		unsigned want = f->mode == SBX_PUT_SANDBOX ? mc[i].want_sandbox : mc[i].want_host;
-		if ((st.st_mode & 07777) != want)
-			fail_msg("%s: mode %04o, want %04o", mc[i].name, st.st_mode & 07777, want);
-		assert_int_equal(st.st_uid, f->mode == SBX_PUT_SANDBOX ? 1001 : 0);
-		assert_int_equal(st.st_gid, f->mode == SBX_PUT_SANDBOX ? 2002 : 0);
-		assert_int_equal(st.st_mtim.tv_sec, MTIME + (long long)i);
-		assert_int_equal(st.st_mtim.tv_nsec, 123456789);
-	}
+	mode_cases_check(f, mc, sizeof mc / sizeof mc[0]);
 	struct stat st;
 	assert_int_equal(lstat_at(f->root, "nobody-named-root", &st), 0);
 	assert_int_equal(st.st_uid, 0);
@@ -941,10 +750,8 @@ static void c19(struct fx *f)
 static void control_write_disk(void **state)
 {
 	(void)state;
-	if (!g_ready)
-		skip();
 	struct fx f;
-	fx_open(&f, SBX_PUT_SANDBOX, 0);
+	fx_open_alone(&f);
 	struct ab b;
 	ab_open(&b);
 	ab_l(&b, "tmp", f.outside);
@@ -1316,10 +1123,8 @@ static void rt_sparse(struct fx *f)
 static void sparse_format(void **state)
 {
 	(void)state;
-	if (!g_ready)
-		skip();
 	struct fx f;
-	fx_open(&f, SBX_PUT_SANDBOX, 0);
+	fx_open_alone(&f);
 	int fd = openat(f.root, "sp", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
 	assert_int_equal(ftruncate(fd, GIB), 0);
 	pwrite_str(fd, "x", GIB / 2);
@@ -1379,10 +1184,8 @@ static int pack_as(int src, const char *name, const char *as, int *out, struct s
 static void pack_as_name(void **state)
 {
 	(void)state;
-	if (!g_ready)
-		skip();
 	struct fx f;
-	fx_open(&f, SBX_PUT_SANDBOX, 0);
+	fx_open_alone(&f);
 	assert_int_equal(mkdirat(f.dfd, "src", 0755), 0);
 	int src = openat(f.dfd, "src", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	write_at(src, "real.txt", "real\n", 0640);
@@ -1649,12 +1452,6 @@ static void options(struct fx *f)
 	free(b.buf);
 }
 
-#define CASE(fn, mask)                                                                             \
-	static void t_##fn(void **state)                                                           \
-	{                                                                                          \
-		(void)state;                                                                       \
-		run(fn, mask);                                                                     \
-	}
 CASE(c01, MALL)
 CASE(c02, MALL)
 CASE(c03, MALL)
@@ -1684,29 +1481,7 @@ CASE(options, MALL)
 static int group_setup(void **state)
 {
 	(void)state;
-	umask(077); /* placement must not depend on the umask */
-	if (geteuid() != 0 || unshare(CLONE_NEWNS) != 0 ||
-	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
-		print_message("  unpack: needs root and a mount namespace; skipping\n");
-		return 0;
-	}
-	strcpy(g_base, "/tmp/sbx-unpack.XXXXXX");
-	if (mkdtemp(g_base) == NULL || mount("tmpfs", g_base, "tmpfs", 0, "mode=0755") != 0) {
-		print_message("  unpack: no tmpfs; skipping\n");
-		return 0;
-	}
-	g_ready = 1;
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	if (g_ready) {
-		umount2(g_base, MNT_DETACH);
-		rmdir(g_base);
-	}
-	return 0;
+	return put_fixture_setup("unpack", "/tmp/sbx-unpack.XXXXXX");
 }
 
 int main(void)
@@ -1742,5 +1517,5 @@ int main(void)
 	        cmocka_unit_test(t_stream_malformed),
 	        cmocka_unit_test(t_options),
 	};
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, group_setup, put_fixture_teardown);
 }
