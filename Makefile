@@ -194,7 +194,8 @@ bench-supervise: $(AGENTS) $(B)/host/sbx $(B)/bench/bench_supervise $(HARNESS)
 	SBX_AGENT_DIR=$(abspath $(B)/agent) SBX_HARNESS_DIR=$(abspath $(B)/harness) \
 		$(B)/bench/bench_supervise
 
-check: $(AGENTS) $(HOST) $(TESTS) $(FUZZERS) $(WEAK) $(HARNESS)
+# The runner tests use the images (built once, then cached).
+check: $(AGENTS) $(HOST) $(TESTS) $(FUZZERS) $(WEAK) $(HARNESS) images
 	tests/run.sh $(H) $(B)/fuzz
 
 size: $(AGENTS)
@@ -202,6 +203,15 @@ size: $(AGENTS)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
+
+# Root filesystem folders for sandboxes, from Debian packages (docs/images.md). Cached: a
+# second run rebuilds nothing. `make images IMAGES=busybox-aarch64` builds one.
+.PHONY: images images-clean
+images:
+	images/build.sh $(B)/images $(IMAGES)
+
+images-clean:
+	rm -rf --one-file-system $(B)/images
 
 clean:
 	rm -rf $(B)/agent $(B)/agent-weak $(B)/host $(B)/san $(B)/fuzz $(B)/bench $(B)/harness

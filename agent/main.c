@@ -10,6 +10,7 @@
 #include "../shared/arch.h"
 #include "../shared/version.h"
 #include "digest.h"
+#include "init.h"
 #include "pack.h"
 #include "selftest.h"
 #include "serve.h"
@@ -34,7 +35,8 @@ static void usage(FILE *f)
 	      "  supervise  --session DIR [--timeout S] [--grace S] [--log-max BYTES] [--user U]\n"
 	      "             [--cwd D] [--env K=V]... [--env-clear] [--key-hex HEX | --key-fd FD]\n"
 	      "             -- ARGV...    run a harness to completion; print its receipt\n"
-	      "  supervise --rearm --session DIR    begin the next activation of a session\n",
+	      "  supervise --rearm --session DIR    begin the next activation of a session\n"
+	      "  init       PID 1 of a namespace sandbox: reap orphans; SIGTERM kills all\n",
 	      f);
 }
 
@@ -110,6 +112,8 @@ int main(int argc, char **argv)
 		return sbx_serve(0, 1);
 	if (strcmp(cmd, "supervise") == 0)
 		return sbx_supervise_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "init") == 0)
+		return sbx_init_main();
 	if (strcmp(cmd, "selftest") == 0)
 		return sbx_selftest_run(stdout) == 0 ? 0 : 1;
 	if (strcmp(cmd, "pack") == 0)

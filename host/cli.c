@@ -19,8 +19,8 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: sbx [--via 'ARGV with {agent}' | --runner local|qemu:ARCH] [--agent PATH]\n"
-	      "           [--agent-dir DIR] [--timeout S] [--json] COMMAND\n"
+	fputs("usage: sbx [--via 'ARGV with {agent}' | --runner local|qemu:ARCH|ns:NAME]\n"
+	      "           [--agent PATH] [--agent-dir DIR] [--timeout S] [--json] COMMAND\n"
 	      "commands:\n"
 	      "  hello                       the agent's HELLO (version, arch, uid, caps, digest)\n"
 	      "  ping                        one round trip\n"
@@ -47,6 +47,11 @@ static void usage(FILE *f)
 	      "                              signed receipt; exits with the harness's status\n"
 	      "  stop|expire|attach|output|receipt|rearm|close --session DIR [...]\n"
 	      "  version | arches | selftest [--qemu] [ARCH...|all]\n"
+	      "  sandbox create --image DIR [--name NAME] [--arch ARCH]\n"
+	      "                              a namespace sandbox (root; state in $SBX_NS_DIR,\n"
+	      "                              default /run/sbx/ns); prints its name\n"
+	      "  sandbox status NAME | rm NAME... | ls\n"
+	      "                              status exits 0 running, 1 stopped or absent\n"
 	      "exit status: exec/sh: the command's (128+signal, 124 timed out, 126/127 not\n"
 	      "started), 125 when sbx itself failed. Others: 0 ok, 1 false (lands-clear),\n"
 	      "2 usage, 3 unavailable, 4 probe, 5 transfer, 6 protocol.\n",
@@ -1045,6 +1050,8 @@ int main(int argc, char **argv)
 		}
 		return cmd_selftest(dir, force_qemu, argc - i, argv + i);
 	}
+	if (cli_sandbox_known(cmd))
+		return cli_sandbox(&o, argc - i, argv + i);
 	int is_exec = strcmp(cmd, "exec") == 0 || strcmp(cmd, "sh") == 0 || strcmp(cmd, "run") == 0;
 	static const char *const known[] = {"hello",       "ping", "kind", "stat",    "resolve",
 	                                    "lands-clear", "exec", "sh",   "session", NULL};

@@ -1,4 +1,5 @@
-/* Runner specs to channel argv templates: local, qemu:ARCH, and --via command lines. */
+/* Runner specs to channel argv templates: local, qemu:ARCH, ns:NAME, and --via command
+ * lines. */
 #include "runner.h"
 
 #include <errno.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 
 #include "arch.h"
+#include "ns.h"
 #include "sbx.h"
 
 static void free_words(char **w)
@@ -134,8 +136,20 @@ int sbx_runner_from_spec(const char *spec, const char *agent_dir, const char *ag
 		const char *words[] = {a->qemu, "{agent}", "serve", NULL};
 		return set(r, words, agent, e);
 	}
+	if (strncmp(spec, "ns:", 3) == 0) {
+		/* The agent is the one injected into the sandbox's layer at create; --agent
+		 * names another path inside the sandbox. */
+		char **words;
+		if (sbx_ns_argv(spec + 3, &words, e) != 0)
+			return -1;
+		int rc =
+		        set(r, (const char *const *)words, agent != NULL ? agent : SBX_NS_AGENT, e);
+		free_words(words);
+		return rc;
+	}
 	return sbx_err_set(e, SBX_EUSAGE, 0,
-	                   "unknown runner '%s' (this build has: local, qemu:ARCH; or --via)",
+	                   "unknown runner '%s' (this build has: local, qemu:ARCH, ns:NAME; or "
+	                   "--via)",
 	                   spec);
 }
 

@@ -1,7 +1,8 @@
 /* Runners: how the host reaches an agent. Each gives an exec channel as an argv template
  * (words may hold "{agent}") and the agent's path as the channel sees it. This issue's
- * runners: local (the agent as a local process) and qemu:ARCH (through qemu-ARCH-static);
- * --via takes any command line, e.g. 'podman exec -i SB {agent} serve'. */
+ * runners: local (the agent as a local process), qemu:ARCH (through qemu-ARCH-static) and
+ * ns:NAME (nsenter into a namespace sandbox made by sbx_ns_create, runner/ns.h); --via takes
+ * any command line, e.g. 'podman exec -i SB {agent} serve'. */
 #ifndef SBX_RUNNER_H
 #define SBX_RUNNER_H
 
@@ -12,8 +13,10 @@ struct sbx_runner {
 	char *agent; /* what {agent} becomes */
 };
 
-/* spec: "local" or "qemu:ARCH". agent_dir holds ARCH/sbx-agent; agent, when not NULL,
- * overrides the agent path. */
+/* spec: "local", "qemu:ARCH" or "ns:NAME". agent_dir holds ARCH/sbx-agent; agent, when not
+ * NULL, overrides the agent path (for ns:NAME, a path inside the sandbox; the default is the
+ * copy injected at create, /.sbx/sbx-agent). ns:NAME fails with SBX_EUNAVAILABLE when the
+ * sandbox is absent or stopped. */
 int sbx_runner_from_spec(const char *spec, const char *agent_dir, const char *agent,
                          struct sbx_runner *r, struct sbx_err *e);
 

@@ -115,6 +115,10 @@ one "sbx-agent pack: exact against GNU tar, reproducible, unsafe members, exclud
 checks "sbx transfers end to end (local runner, confined)" \
 	"$top/tests/transfer.sh" "$hostdir/sbx" "$top/build/harness/cutter"
 
+echo "== images and the ns runner"
+checks "sandbox images (busybox x6, noshell, debian)" "$top/tests/images.sh" "$top/build/images"
+checks "ns runner: namespace sandboxes end to end (root)" "$top/tests/ns.sh" "$hostdir/sbx"
+
 echo "== session integration (local, qemu:aarch64)"
 cmocka "test_session local" env SBX_TEST_RUNNER=local "$hostdir/tests/test_session"
 cmocka "test_session qemu:aarch64" env SBX_TEST_RUNNER=qemu:aarch64 "$hostdir/tests/test_session"

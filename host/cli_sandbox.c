@@ -1,0 +1,243 @@
+/* sbx sandbox create|status|rm|ls: namespace sandboxes of the ns runner (runner/ns.h), which
+ * `sbx --runner ns:NAME ...` then reaches. No session is opened here. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ns.h"
+
+#include "cli.h"
+
+int cli_sandbox_known(const char *cmd)
+{
+	return strcmp(cmd, "sandbox") == 0;
+}
+
+static void json_status(struct sbx_jw *w, const char *name, const struct sbx_ns_status *st)
+{
+	sbx_jw_key(w, "name");
+	sbx_jw_str(w, name);
+	sbx_jw_key(w, "state");
+	sbx_jw_str(w, sbx_ns_state_name(st->state));
+	if (st->state == SBX_NS_ABSENT)
+		return;
+	sbx_jw_key(w, "pid");
+	sbx_jw_int(w, st->pid);
+	sbx_jw_key(w, "image");
+	sbx_jw_str(w, st->image);
+	sbx_jw_key(w, "arch");
+	sbx_jw_str(w, st->arch);
+	sbx_jw_key(w, "created");
+	sbx_jw_double(w, (double)st->created_ns / 1e9);
+	sbx_jw_key(w, "dir");
+	sbx_jw_str(w, st->dir);
+}
+
+static void text_status(const char *name, const struct sbx_ns_status *st)
+{
+	if (st->state == SBX_NS_ABSENT) {
+		printf("%s absent\n", name);
+		return;
+	}
+	char when[32] = "?";
+	time_t t = (time_t)(st->created_ns / 1000000000);
+	struct tm tm;
+	if (st->created_ns > 0 && gmtime_r(&t, &tm) != NULL)
+		strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	printf("%s %s pid %lld arch %s image %s created %s\n", name, sbx_ns_state_name(st->state),
+	       (long long)st->pid, st->arch[0] ? st->arch : "?", st->image[0] ? st->image : "?",
+	       when);
+}
+
+static int cmd_create(const struct opts *o, int argc, char **argv)
+{
+	struct sbx_err e;
+	const char *image = NULL, *name = NULL, *arch = NULL;
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if (i + 1 >= argc) {
+			sbx_err_set(&e, SBX_EUSAGE, 0, "create: %s needs a value", a);
+			return fail(o, &e, EX_USAGE);
+		}
+		if (strcmp(a, "--image") == 0)
+			image = argv[++i];
+		else if (strcmp(a, "--name") == 0)
+			name = argv[++i];
+		else if (strcmp(a, "--arch") == 0)
+			arch = argv[++i];
+		else {
+			sbx_err_set(&e, SBX_EUSAGE, 0, "create: unknown option %s", a);
+			return fail(o, &e, EX_USAGE);
+		}
+	}
+	if (image == NULL) {
+		sbx_err_set(&e, SBX_EUSAGE, 0, "create needs --image DIR");
+		return fail(o, &e, EX_USAGE);
+	}
+	struct sbx_ns_opts no = {.arch = arch, .agent_dir = o->agent_dir, .agent = o->agent};
+	char made[64];
+	if (sbx_ns_create(image, name, &no, made, sizeof made, &e) != 0)
+		return fail(o, &e, class_exit(e.cls));
+	if (!o->json) {
+		printf("%s\n", made);
+		return 0;
+	}
+	struct sbx_ns_status st;
+	if (sbx_ns_status(made, &st, &e) != 0)
+		return fail(o, &e, class_exit(e.cls));
+	struct sbx_jw w;
+	sbx_jw_init(&w);
+	sbx_jw_obj_begin(&w);
+	sbx_jw_key(&w, "ok");
+	sbx_jw_bool(&w, 1);
+	json_status(&w, made, &st);
+	sbx_jw_obj_end(&w);
+	print_json(&w);
+	sbx_jw_free(&w);
+	return 0;
+}
+
+/* Exit 0 when running, 1 (a false answer) when stopped or absent. */
+static int cmd_status(const struct opts *o, int argc, char **argv)
+{
+	struct sbx_err e;
+	if (argc != 1) {
+		sbx_err_set(&e, SBX_EUSAGE, 0, "status takes one NAME");
+		return fail(o, &e, EX_USAGE);
+	}
+	struct sbx_ns_status st;
+	if (sbx_ns_status(argv[0], &st, &e) != 0)
+		return fail(o, &e, class_exit(e.cls));
+	if (o->json) {
+		struct sbx_jw w;
+		sbx_jw_init(&w);
+		sbx_jw_obj_begin(&w);
+		sbx_jw_key(&w, "ok");
+		sbx_jw_bool(&w, 1);
+		json_status(&w, argv[0], &st);
+		sbx_jw_obj_end(&w);
+		print_json(&w);
+		sbx_jw_free(&w);
+	} else {
+		text_status(argv[0], &st);
+	}
+	return st.state == SBX_NS_RUNNING ? 0 : EX_FALSE;
+}
+
+static int cmd_rm(const struct opts *o, int argc, char **argv)
+{
+	struct sbx_err e;
+	if (argc < 1) {
+		sbx_err_set(&e, SBX_EUSAGE, 0, "rm takes NAME...");
+		return fail(o, &e, EX_USAGE);
+	}
+	int status = 0;
+	for (int i = 0; i < argc; i++)
+		if (sbx_ns_remove(argv[i], &e) != 0) {
+			int s = fail(o, &e, class_exit(e.cls));
+			if (status == 0)
+				status = s;
+		}
+	if (status == 0 && o->json) {
+		struct sbx_jw w;
+		sbx_jw_init(&w);
+		sbx_jw_obj_begin(&w);
+		sbx_jw_key(&w, "ok");
+		sbx_jw_bool(&w, 1);
+		sbx_jw_key(&w, "removed");
+		sbx_jw_arr_begin(&w);
+		for (int i = 0; i < argc; i++)
+			sbx_jw_str(&w, argv[i]);
+		sbx_jw_arr_end(&w);
+		sbx_jw_obj_end(&w);
+		print_json(&w);
+		sbx_jw_free(&w);
+	}
+	return status;
+}
+
+static int cmd_ls(const struct opts *o, int argc, char **argv)
+{
+	(void)argv;
+	struct sbx_err e;
+	if (argc != 0) {
+		sbx_err_set(&e, SBX_EUSAGE, 0, "ls takes no arguments");
+		return fail(o, &e, EX_USAGE);
+	}
+	char **names;
+	size_t n;
+	if (sbx_ns_list(&names, &n, &e) != 0)
+		return fail(o, &e, class_exit(e.cls));
+	struct sbx_jw w;
+	sbx_jw_init(&w);
+	sbx_jw_obj_begin(&w);
+	sbx_jw_key(&w, "ok");
+	sbx_jw_bool(&w, 1);
+	sbx_jw_key(&w, "sandboxes");
+	sbx_jw_arr_begin(&w);
+	for (size_t i = 0; i < n; i++) {
+		struct sbx_ns_status st;
+		if (sbx_ns_status(names[i], &st, &e) != 0)
+			continue; /* removed while listed */
+		if (o->json) {
+			sbx_jw_obj_begin(&w);
+			json_status(&w, names[i], &st);
+			sbx_jw_obj_end(&w);
+		} else if (st.state != SBX_NS_ABSENT) {
+			text_status(names[i], &st);
+		}
+	}
+	sbx_jw_arr_end(&w);
+	sbx_jw_obj_end(&w);
+	if (o->json)
+		print_json(&w);
+	sbx_jw_free(&w);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return 0;
+}
+
+int cli_sandbox(const struct opts *o0, int argc, char **argv)
+{
+	struct opts o = *o0;
+	struct sbx_err e;
+	int i = 0;
+	/* --json is taken here too: `sbx sandbox status --json NAME`. */
+	while (i < argc && strcmp(argv[i], "--json") == 0) {
+		o.json = 1;
+		i++;
+	}
+	if (i >= argc) {
+		sbx_err_set(&e, SBX_EUSAGE, 0, "sandbox needs create, status, rm or ls");
+		return fail(&o, &e, EX_USAGE);
+	}
+	const char *sub = argv[i++];
+	char *rest[256];
+	int n = 0;
+	for (; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0) {
+			o.json = 1;
+			continue;
+		}
+		if (n >= 255) {
+			sbx_err_set(&e, SBX_EUSAGE, 0, "too many arguments");
+			return fail(&o, &e, EX_USAGE);
+		}
+		rest[n++] = argv[i];
+	}
+	rest[n] = NULL;
+	if (strcmp(sub, "create") == 0)
+		return cmd_create(&o, n, rest);
+	if (strcmp(sub, "status") == 0)
+		return cmd_status(&o, n, rest);
+	if (strcmp(sub, "rm") == 0)
+		return cmd_rm(&o, n, rest);
+	if (strcmp(sub, "ls") == 0)
+		return cmd_ls(&o, n, rest);
+	sbx_err_set(&e, SBX_EUSAGE, 0, "unknown sandbox command '%s' (create, status, rm, ls)",
+	            sub);
+	return fail(&o, &e, EX_USAGE);
+}

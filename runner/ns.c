@@ -1,0 +1,1109 @@
+/* The ns runner: sandboxes made of namespaces over an image folder, without a daemon. Create
+ * forks a child that unshares the namespaces and forks the sandbox's PID 1, which mounts the
+ * overlay and the pseudo filesystems, pivots into it and execs `sbx-agent init`; the state
+ * folder is renamed into place once that init runs. Remove kills the init (the kernel kills
+ * the rest of the pid namespace) and deletes the layer. */
+#include "ns.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arch.h"
+#include "sbx.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE 1
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC 4
+#endif
+
+#define SANDBOX_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define INIT_FOREIGN "/.sbx/sbx-init"
+#define REMOVE_WAIT_MS 10000
+
+const char *sbx_ns_state_name(enum sbx_ns_state s)
+{
+	switch (s) {
+	case SBX_NS_RUNNING:
+		return "running";
+	case SBX_NS_STOPPED:
+		return "stopped";
+	default:
+		return "absent";
+	}
+}
+
+/* ---- names and folders ---- */
+
+static int check_name(const char *name, struct sbx_err *e)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > 63 || name[0] == '.' || name[0] == '-')
+		return sbx_err_set(e, SBX_EUSAGE, 0,
+		                   "bad sandbox name '%s' (1 to 63 of A-Z a-z 0-9 _ . -, not "
+		                   "starting with . or -)",
+		                   name);
+	for (const char *p = name; *p != '\0'; p++) {
+		char c = *p;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '.' || c == '-'))
+			return sbx_err_set(e, SBX_EUSAGE, 0,
+			                   "bad sandbox name '%s' (1 to 63 of A-Z a-z 0-9 _ . -)",
+			                   name);
+	}
+	return 0;
+}
+
+int sbx_ns_dir(char *out, size_t cap, struct sbx_err *e)
+{
+	const char *env = getenv("SBX_NS_DIR");
+	const char *dir = env != NULL && env[0] != '\0' ? env : "/run/sbx/ns";
+	if (dir[0] != '/')
+		return sbx_err_set(e, SBX_EUSAGE, 0, "SBX_NS_DIR must be an absolute path");
+	/* The overlay's option string cannot carry these; keep every layer path plain. */
+	if (strpbrk(dir, ",:\\\n") != NULL)
+		return sbx_err_set(
+		        e, SBX_EUSAGE, 0,
+		        "the state folder's path may not hold ',', ':', '\\' or newlines");
+	if ((size_t)snprintf(out, cap, "%s", dir) >= cap)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "SBX_NS_DIR is too long");
+	size_t n = strlen(out);
+	while (n > 1 && out[n - 1] == '/')
+		out[--n] = '\0';
+	return 0;
+}
+
+/* mkdir -p; the last component 0700 (layers hold the sandboxes' files). */
+static int mkdir_p(const char *path, struct sbx_err *e)
+{
+	char buf[PATH_MAX];
+	snprintf(buf, sizeof buf, "%s", path);
+	for (char *p = buf + 1;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+		*p = '\0';
+		if (mkdir(buf, c == '\0' ? 0700 : 0755) != 0 && errno != EEXIST)
+			return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "mkdir %s", buf);
+		if (c == '\0')
+			break;
+		*p = c;
+	}
+	return 0;
+}
+
+static int path_join(char *out, size_t cap, const char *a, const char *b, struct sbx_err *e)
+{
+	if ((size_t)snprintf(out, cap, "%s/%s", a, b) >= cap)
+		return sbx_err_set(e, SBX_EUSAGE, ENAMETOOLONG, "%s/%s", a, b);
+	return 0;
+}
+
+/* ---- the init process as /proc sees it ---- */
+
+struct proc_info {
+	char state;               /* R S D Z ... */
+	unsigned long long start; /* field 22: start time in clock ticks after boot */
+};
+
+static int proc_stat(int64_t pid, struct proc_info *pi)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%lld/stat", (long long)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* The command name may hold spaces and parentheses: fields resume after the last ')'. */
+	char *p = strrchr(buf, ')');
+	if (p == NULL || p[1] != ' ')
+		return -1;
+	p += 2;
+	pi->state = *p;
+	/* p is at field 3 (state); field 22 is 19 fields further. */
+	for (int f = 3; f < 22; f++) {
+		p = strchr(p, ' ');
+		if (p == NULL)
+			return -1;
+		p++;
+	}
+	pi->start = strtoull(p, NULL, 10);
+	return 0;
+}
+
+static unsigned long long pidns_inode(const char *proc_dir)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof path, "%s/ns/pid", proc_dir);
+	return stat(path, &st) == 0 ? (unsigned long long)st.st_ino : 0;
+}
+
+/* 1 when pid is a live process started at start in the pid namespace pidns (not ours). */
+static int init_alive(int64_t pid, unsigned long long start, unsigned long long pidns)
+{
+	struct proc_info pi;
+	if (pid <= 1 || proc_stat(pid, &pi) != 0 || pi.start != start || pi.state == 'Z' ||
+	    pi.state == 'X')
+		return 0;
+	char dir[48];
+	snprintf(dir, sizeof dir, "/proc/%lld", (long long)pid);
+	unsigned long long ns = pidns_inode(dir);
+	return ns != 0 && ns == pidns && ns != pidns_inode("/proc/self");
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Kills a sandbox's init and waits until it has exited. The kernel ends PID 1 of a pid
+ * namespace only after every other process of the namespace is gone, so "exited" means the
+ * whole sandbox is. A pidfd makes the wait exact and immune to pid reuse. */
+static int kill_init(int64_t pid, unsigned long long start, struct sbx_err *e)
+{
+	struct proc_info pi;
+	if (proc_stat(pid, &pi) != 0 || pi.start != start)
+		return 0;
+	int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+	if (fd >= 0 && (proc_stat(pid, &pi) != 0 || pi.start != start)) {
+		close(fd); /* the pid was reused between the two looks */
+		return 0;
+	}
+	if (fd < 0 && errno == ESRCH)
+		return 0;
+	kill((pid_t)pid, SIGKILL);
+	int64_t end = mono_ms() + REMOVE_WAIT_MS;
+	for (;;) {
+		int64_t left = end - mono_ms();
+		if (fd >= 0) {
+			struct pollfd p = {.fd = fd, .events = POLLIN};
+			int r = poll(&p, 1, left > 0 ? (int)left : 0);
+			if (r > 0)
+				break;
+			if (r < 0 && errno == EINTR)
+				continue;
+		} else {
+			if (proc_stat(pid, &pi) != 0 || pi.start != start || pi.state == 'Z' ||
+			    pi.state == 'X')
+				break;
+			struct timespec ts = {0, 2000000};
+			nanosleep(&ts, NULL);
+		}
+		if (mono_ms() >= end) {
+			if (fd >= 0)
+				close(fd);
+			return sbx_err_set(e, SBX_EUNAVAILABLE, ETIMEDOUT,
+			                   "init %lld of the sandbox did not exit", (long long)pid);
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}
+
+/* ---- the state file ---- */
+
+struct state {
+	int64_t pid, created_ns;
+	unsigned long long start, pidns;
+	char image[PATH_MAX];
+	char arch[16];
+	char qemu[64]; /* foreign architectures: the emulator's name in /.sbx, else "" */
+};
+
+static int write_state(const char *dir, const char *name, const struct state *s, struct sbx_err *e)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+	if (path_join(path, sizeof path, dir, "state", e) != 0 ||
+	    path_join(tmp, sizeof tmp, dir, "state.tmp", e) != 0)
+		return -1;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "create %s", tmp);
+	int n = dprintf(fd,
+	                "name=%s\npid=%lld\nstarttime=%llu\npidns=%llu\nimage=%s\narch=%s\n"
+	                "created_ns=%lld\nagent=%s\nqemu=%s\n",
+	                name, (long long)s->pid, s->start, s->pidns, s->image, s->arch,
+	                (long long)s->created_ns, SBX_NS_AGENT, s->qemu);
+	if (n < 0 || close(fd) != 0)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "write %s", tmp);
+	if (rename(tmp, path) != 0)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "rename %s", tmp);
+	return 0;
+}
+
+/* 0: read; -1 with errno ENOENT: no such sandbox; -1 otherwise: unreadable. */
+static int read_state(const char *dir, struct state *s)
+{
+	char path[PATH_MAX], buf[3 * PATH_MAX];
+	memset(s, 0, sizeof *s);
+	if ((size_t)snprintf(path, sizeof path, "%s/state", dir) >= sizeof path) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		int err = errno;
+		struct stat st;
+		errno = err == ENOENT && stat(dir, &st) == 0 ? EBADMSG : err;
+		return -1;
+	}
+	size_t len = 0;
+	ssize_t n;
+	while (len < sizeof buf - 1 && (n = read(fd, buf + len, sizeof buf - 1 - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	buf[len] = '\0';
+	int have = 0;
+	for (char *line = buf, *next; line != NULL && *line != '\0'; line = next) {
+		next = strchr(line, '\n');
+		if (next != NULL)
+			*next++ = '\0';
+		char *v = strchr(line, '=');
+		if (v == NULL)
+			continue;
+		*v++ = '\0';
+		if (strcmp(line, "pid") == 0)
+			s->pid = strtoll(v, NULL, 10), have |= 1;
+		else if (strcmp(line, "starttime") == 0)
+			s->start = strtoull(v, NULL, 10), have |= 2;
+		else if (strcmp(line, "pidns") == 0)
+			s->pidns = strtoull(v, NULL, 10), have |= 4;
+		else if (strcmp(line, "created_ns") == 0)
+			s->created_ns = strtoll(v, NULL, 10);
+		else if (strcmp(line, "image") == 0)
+			snprintf(s->image, sizeof s->image, "%s", v);
+		else if (strcmp(line, "arch") == 0)
+			snprintf(s->arch, sizeof s->arch, "%s", v);
+		else if (strcmp(line, "qemu") == 0)
+			snprintf(s->qemu, sizeof s->qemu, "%s", v);
+	}
+	if (have != 7) {
+		errno = EBADMSG;
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- removing a tree without following links, at any depth ---- */
+
+/* Empties the folder fd refers to (and closes fd). Iterative: it walks down into the first
+ * non-empty subfolder and back up through "..", so depth costs neither stack nor fds. The
+ * tree belongs to a sandbox that no longer runs, so nothing moves under the walk. */
+static int empty_tree(int fd, const char *top, struct sbx_err *e)
+{
+	int depth = 0;
+	for (;;) {
+		int dfd = dup(fd);
+		DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+		if (d == NULL) {
+			int err = errno;
+			if (dfd >= 0)
+				close(dfd);
+			close(fd);
+			return sbx_err_set(e, SBX_EUNAVAILABLE, err, "read a folder under %s", top);
+		}
+		char sub[256] = "";
+		int seen = 0, err = 0;
+		struct dirent *de;
+		while ((de = readdir(d)) != NULL) {
+			const char *n = de->d_name;
+			if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
+				continue;
+			seen++;
+			if (unlinkat(fd, n, 0) == 0)
+				continue;
+			if (errno == EISDIR && unlinkat(fd, n, AT_REMOVEDIR) == 0)
+				continue;
+			if (errno == ENOTEMPTY || errno == EEXIST) {
+				snprintf(sub, sizeof sub, "%s", n);
+				break;
+			}
+			err = errno;
+			snprintf(sub, sizeof sub, "%s", n);
+			break;
+		}
+		closedir(d);
+		if (err != 0) {
+			close(fd);
+			return sbx_err_set(e, SBX_EUNAVAILABLE, err, "remove %s under %s", sub,
+			                   top);
+		}
+		if (sub[0] != '\0') {
+			int c = openat(fd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (c < 0) {
+				err = errno;
+				close(fd);
+				return sbx_err_set(e, SBX_EUNAVAILABLE, err, "open %s under %s",
+				                   sub, top);
+			}
+			close(fd);
+			fd = c;
+			depth++;
+			continue;
+		}
+		if (seen > 0)
+			continue; /* entries went away while listed: look again */
+		if (depth == 0) {
+			close(fd);
+			return 0;
+		}
+		int p = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		close(fd);
+		if (p < 0)
+			return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "walk back up under %s",
+			                   top);
+		fd = p;
+		depth--;
+	}
+}
+
+static int remove_tree(const char *path, struct sbx_err *e)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0
+		                       : sbx_err_set(e, SBX_EUNAVAILABLE, errno, "open %s", path);
+	if (empty_tree(fd, path, e) != 0)
+		return -1;
+	if (rmdir(path) != 0 && errno != ENOENT)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "rmdir %s", path);
+	return 0;
+}
+
+/* Detaches every mount of this mount namespace at or under dir (none is ever made there by
+ * this runner; this clears what a crash or a hand-made mount could leave). */
+static void detach_mounts_under(const char *dir)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	if (f == NULL)
+		return;
+	char *line = NULL, **found = NULL;
+	size_t cap = 0, n = 0, dlen = strlen(dir);
+	while (getline(&line, &cap, f) > 0) {
+		/* id parent major:minor root MOUNTPOINT ... ; octal escapes for odd bytes */
+		char *p = line;
+		for (int i = 0; i < 4 && p != NULL; i++) {
+			p = strchr(p, ' ');
+			if (p != NULL)
+				p++;
+		}
+		if (p == NULL)
+			continue;
+		char *end = strchr(p, ' ');
+		if (end != NULL)
+			*end = '\0';
+		char *o = p;
+		for (char *q = p; *q != '\0'; q++) {
+			if (q[0] == '\\' && q[1] >= '0' && q[1] <= '3' && q[2] >= '0' &&
+			    q[2] <= '7' && q[3] >= '0' && q[3] <= '7') {
+				*o++ = (char)((q[1] - '0') * 64 + (q[2] - '0') * 8 + (q[3] - '0'));
+				q += 3;
+			} else {
+				*o++ = *q;
+			}
+		}
+		*o = '\0';
+		if (strncmp(p, dir, dlen) != 0 || (p[dlen] != '\0' && p[dlen] != '/'))
+			continue;
+		char **g = realloc(found, (n + 1) * sizeof *found);
+		if (g == NULL)
+			break;
+		found = g;
+		if ((found[n] = strdup(p)) != NULL)
+			n++;
+	}
+	free(line);
+	fclose(f);
+	/* Deepest (latest) first. */
+	while (n > 0) {
+		n--;
+		umount2(found[n], MNT_DETACH);
+		free(found[n]);
+	}
+	free(found);
+}
+
+/* ---- create ---- */
+
+/* Copies src to dir/name, mode 0755, owner root. */
+static int copy_exec(const char *src, const char *dir, const char *name, struct sbx_err *e)
+{
+	char dst[PATH_MAX];
+	if (path_join(dst, sizeof dst, dir, name, e) != 0)
+		return -1;
+	int in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return sbx_err_set(e, SBX_EUSAGE, errno, "open %s", src);
+	int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0700);
+	if (out < 0) {
+		int err = errno;
+		close(in);
+		return sbx_err_set(e, SBX_EUNAVAILABLE, err, "create %s", dst);
+	}
+	int err = 0;
+	for (;;) {
+		ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
+		if (n > 0)
+			continue;
+		if (n == 0)
+			break;
+		if (errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP) {
+			err = errno;
+			break;
+		}
+		/* Across filesystems on older kernels: plain copies. */
+		char buf[65536];
+		ssize_t r;
+		while ((r = read(in, buf, sizeof buf)) > 0)
+			if (write(out, buf, (size_t)r) != r) {
+				err = errno ? errno : EIO;
+				break;
+			}
+		if (r < 0)
+			err = errno;
+		break;
+	}
+	if (err == 0 && (fchown(out, 0, 0) != 0 || fchmod(out, 0755) != 0))
+		err = errno;
+	close(in);
+	if (close(out) != 0 && err == 0)
+		err = errno;
+	if (err != 0)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, err, "copy %s to %s", src, dst);
+	return 0;
+}
+
+/* Finds prog in $PATH (or the usual folders). */
+static int find_in_path(const char *prog, char *out, size_t cap)
+{
+	const char *path = getenv("PATH");
+	char buf[4096];
+	snprintf(buf, sizeof buf, "%s:/usr/local/bin:/usr/bin:/bin", path != NULL ? path : "");
+	for (char *save = NULL, *d = strtok_r(buf, ":", &save); d != NULL;
+	     d = strtok_r(NULL, ":", &save)) {
+		if ((size_t)snprintf(out, cap, "%s/%s", d, prog) < cap && access(out, X_OK) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+/* The architecture an image folder declares in its .sbx-image (key=value lines written by
+ * images/build.sh: "arch=aarch64"); 0 when it declares a known one, written to out. */
+static int image_arch(const char *image, char *out, size_t cap)
+{
+	char path[PATH_MAX], buf[4096];
+	if ((size_t)snprintf(path, sizeof path, "%s/.sbx-image", image) >= sizeof path)
+		return -1;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	for (char *line = buf, *next; line != NULL; line = next) {
+		next = strchr(line, '\n');
+		if (next != NULL)
+			*next++ = '\0';
+		if (strncmp(line, "arch=", 5) == 0 && sbx_arch_by_name(line + 5) != NULL) {
+			snprintf(out, cap, "%s", line + 5);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* What the sandbox's first process reports on the pipe: the stage that failed and its errno;
+ * or, from the intermediate child, the host pid of that first process (stage 0). */
+enum stage {
+	ST_PID = 0,
+	ST_UNSHARE,
+	ST_FORK,
+	ST_PRIVATE,
+	ST_OVERLAY,
+	ST_MOUNTPOINT,
+	ST_PROC,
+	ST_SYS,
+	ST_DEV,
+	ST_DEVNODE,
+	ST_SHM,
+	ST_PIVOT,
+	ST_HOSTNAME,
+	ST_LOOPBACK,
+	ST_EXEC,
+};
+
+static const char *const stage_text[] = {
+        [ST_UNSHARE] = "unshare the mount, pid, uts, ipc and network namespaces",
+        [ST_FORK] = "fork the sandbox's first process",
+        [ST_PRIVATE] = "make the sandbox's mounts private",
+        [ST_OVERLAY] = "mount the overlay (image, upper and work folders)",
+        [ST_MOUNTPOINT] = "prepare /proc, /dev and /sys in the image (one is not a folder?)",
+        [ST_PROC] = "mount /proc",
+        [ST_SYS] = "mount /sys",
+        [ST_DEV] = "mount the /dev tmpfs",
+        [ST_DEVNODE] = "bind the host's device nodes into /dev",
+        [ST_SHM] = "mount /dev/shm",
+        [ST_PIVOT] = "pivot_root into the overlay",
+        [ST_HOSTNAME] = "set the hostname",
+        [ST_LOOPBACK] = "bring the loopback interface up",
+        [ST_EXEC] = "start the sandbox's init",
+};
+
+struct report {
+	int32_t stage, err, pid;
+};
+
+/* Everything the first process needs, prepared before fork (it makes no allocation). */
+struct plan {
+	const char *dir;  /* the state folder (being created) */
+	const char *ovl;  /* overlay options, with "volatile" */
+	const char *ovl2; /* the same without it (kernels before 5.10) */
+	const char *name; /* hostname */
+	const char *init; /* the init's path inside the sandbox */
+	int report_fd;
+};
+
+static void report(int fd, int stage, int err, int pid)
+{
+	struct report r = {stage, err, pid};
+	ssize_t w = write(fd, &r, sizeof r);
+	(void)w;
+}
+
+/* Makes rel (relative to the overlay root) a folder: created when missing; an existing
+ * non-folder (a symlink could point the mount outside) is refused. */
+static int mountpoint_dir(const char *rel)
+{
+	struct stat st;
+	if (lstat(rel, &st) == 0)
+		return S_ISDIR(st.st_mode) ? 0 : (errno = ENOTDIR, -1);
+	if (errno != ENOENT)
+		return -1;
+	return mkdir(rel, 0755);
+}
+
+static int loopback_up(void)
+{
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -1;
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof ifr);
+	memcpy(ifr.ifr_name, "lo", 3);
+	int rc = ioctl(s, SIOCGIFFLAGS, &ifr);
+	if (rc == 0) {
+		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+		rc = ioctl(s, SIOCSIFFLAGS, &ifr);
+	}
+	int err = errno;
+	close(s);
+	errno = err;
+	return rc;
+}
+
+/* The sandbox's first process, PID 1 of the new pid namespace, still seeing the host's
+ * filesystem in its own mount namespace. Never returns. */
+static void first_process(const struct plan *p)
+{
+	int fd = p->report_fd, stage;
+	static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+	umask(022);
+	setsid();
+	/* The caller's ignored signals (sbx ignores SIGPIPE) would outlive exec in init. */
+	for (int sig = 1; sig < 65; sig++)
+		signal(sig, SIG_DFL);
+	stage = ST_DEVNODE;
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull < 0)
+		goto fail;
+	stage = ST_PRIVATE;
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+		goto fail;
+	/* The layer's paths are relative to the state folder, so the sandbox's /proc/mounts
+	 * does not show where its layer lives on the host. */
+	stage = ST_OVERLAY;
+	if (chdir(p->dir) != 0)
+		goto fail;
+	if (mount("overlay", "root", "overlay", 0, p->ovl) != 0 &&
+	    (errno != EINVAL || mount("overlay", "root", "overlay", 0, p->ovl2) != 0))
+		goto fail;
+	if (chdir("root") != 0)
+		goto fail;
+	stage = ST_MOUNTPOINT;
+	if (mountpoint_dir("proc") != 0 || mountpoint_dir("dev") != 0 || mountpoint_dir("sys") != 0)
+		goto fail;
+	stage = ST_PROC;
+	if (mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
+		goto fail;
+	/* sysfs mounted from inside the new network namespace shows only its devices (lo). */
+	stage = ST_SYS;
+	if (mount("sysfs", "sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
+		goto fail;
+	stage = ST_DEV;
+	if (mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_STRICTATIME, "mode=755,size=1m") != 0)
+		goto fail;
+	stage = ST_DEVNODE;
+	for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++) {
+		char host[32], here[32];
+		memcpy(host, "/dev/", 6);
+		memcpy(here, "dev/", 5);
+		strcat(host, nodes[i]);
+		strcat(here, nodes[i]);
+		int f = open(here, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+		if (f < 0)
+			goto fail;
+		close(f);
+		if (mount(host, here, NULL, MS_BIND, NULL) != 0)
+			goto fail;
+	}
+	if (symlink("/proc/self/fd", "dev/fd") != 0 ||
+	    symlink("/proc/self/fd/0", "dev/stdin") != 0 ||
+	    symlink("/proc/self/fd/1", "dev/stdout") != 0 ||
+	    symlink("/proc/self/fd/2", "dev/stderr") != 0)
+		goto fail;
+	stage = ST_SHM;
+	if (mkdir("dev/shm", 01777) != 0 || chmod("dev/shm", 01777) != 0 ||
+	    mount("shm", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=65536k") != 0)
+		goto fail;
+	/* A private devpts is optional: without it the sandbox has no ptys. */
+	if (mkdir("dev/pts", 0755) == 0) {
+		if (mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+		          "newinstance,ptmxmode=0666,mode=0620") == 0)
+			(void)symlink("pts/ptmx", "dev/ptmx");
+		else
+			(void)rmdir("dev/pts");
+	}
+	stage = ST_PIVOT;
+	if (syscall(SYS_pivot_root, ".", ".") != 0 || umount2(".", MNT_DETACH) != 0 ||
+	    chdir("/") != 0)
+		goto fail;
+	stage = ST_HOSTNAME;
+	if (sethostname(p->name, strlen(p->name)) != 0)
+		goto fail;
+	stage = ST_LOOPBACK;
+	if (loopback_up() != 0)
+		goto fail;
+	stage = ST_EXEC;
+	/* Nothing of the caller's stays open in the sandbox: the report pipe closes on exec,
+	 * which tells the creator the init runs. */
+	if (dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(devnull, 2) < 0)
+		goto fail;
+	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
+		for (int i = 3; i < 4096; i++)
+			fcntl(i, F_SETFD, FD_CLOEXEC);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	char *const argv[] = {"sbx-agent", "init", NULL};
+	char *const envp[] = {SANDBOX_PATH, NULL};
+	execve(p->init, argv, envp);
+fail:
+	report(fd, stage, errno, 0);
+	_exit(1);
+}
+
+/* Starts the sandbox's processes; *pid receives its init's host pid. */
+static int start(const struct plan *plan0, int64_t *pid, struct sbx_err *e)
+{
+	int pfd[2];
+	if (pipe2(pfd, O_CLOEXEC) != 0)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "pipe");
+	struct plan plan = *plan0;
+	plan.report_fd = pfd[1];
+	pid_t c = fork();
+	if (c < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "fork");
+	}
+	if (c == 0) {
+		/* The intermediate child: its children are born in the new pid namespace. The
+		 * first one is reparented away when this one exits, so the sandbox outlives
+		 * its creator like a daemon. */
+		close(pfd[0]);
+		if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC |
+		            CLONE_NEWNET) != 0) {
+			report(pfd[1], ST_UNSHARE, errno, 0);
+			_exit(1);
+		}
+		pid_t g = fork();
+		if (g < 0) {
+			report(pfd[1], ST_FORK, errno, 0);
+			_exit(1);
+		}
+		if (g == 0)
+			first_process(&plan);
+		report(pfd[1], ST_PID, 0, g);
+		_exit(0);
+	}
+	close(pfd[1]);
+	struct report r, failure = {-1, 0, 0};
+	*pid = 0;
+	for (;;) {
+		ssize_t n = read(pfd[0], &r, sizeof r);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != (ssize_t)sizeof r)
+			break;
+		if (r.stage == ST_PID)
+			*pid = r.pid;
+		else if (failure.stage < 0)
+			failure = r;
+	}
+	close(pfd[0]);
+	int st;
+	while (waitpid(c, &st, 0) < 0 && errno == EINTR)
+		;
+	if (failure.stage > 0 && failure.stage <= ST_EXEC)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, failure.err, "cannot %s",
+		                   stage_text[failure.stage]);
+	if (*pid <= 0)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, 0, "the sandbox's first process vanished");
+	return 0;
+}
+
+int sbx_ns_create(const char *image_dir, const char *name, const struct sbx_ns_opts *o,
+                  char *name_out, size_t cap, struct sbx_err *e)
+{
+	static const struct sbx_ns_opts none = {0};
+	if (o == NULL)
+		o = &none;
+	if (geteuid() != 0)
+		return sbx_err_set(e, SBX_EUSAGE, EPERM, "the ns runner needs root");
+	char gen[16];
+	if (name == NULL) {
+		static const char abc[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+		unsigned char rnd[6];
+		if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+			return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "getrandom");
+		memcpy(gen, "sbx-", 5);
+		for (int i = 0; i < 6; i++)
+			gen[4 + i] = abc[rnd[i] % 36];
+		gen[10] = '\0';
+		name = gen;
+	}
+	if (check_name(name, e) != 0)
+		return -1;
+
+	/* The image: a real folder, named by a plain absolute path. */
+	struct state s;
+	memset(&s, 0, sizeof s);
+	struct stat ist;
+	if (realpath(image_dir, s.image) == NULL || stat(s.image, &ist) != 0)
+		return sbx_err_set(e, SBX_EUSAGE, errno, "image %s", image_dir);
+	if (!S_ISDIR(ist.st_mode))
+		return sbx_err_set(e, SBX_EUSAGE, ENOTDIR, "image %s", image_dir);
+	if (strpbrk(s.image, ",:\\\n") != NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0,
+		                   "image path %s holds ',', ':', '\\' or a newline (the overlay "
+		                   "cannot take it)",
+		                   s.image);
+
+	/* The agents: the image's architecture for the channel; init is always this
+	 * machine's (it runs before anything could emulate another architecture). */
+	const char *self = sbx_arch_self();
+	char declared[16];
+	const char *arch = o->arch;
+	if (arch == NULL)
+		arch = image_arch(s.image, declared, sizeof declared) == 0 ? declared : self;
+	const struct sbx_arch *a = sbx_arch_by_name(arch);
+	if (a == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "unknown architecture '%s'", arch);
+	snprintf(s.arch, sizeof s.arch, "%s", a->name);
+	int foreign = strcmp(a->name, self) != 0;
+	char adir[PATH_MAX], agent[PATH_MAX], native[PATH_MAX], qemu[PATH_MAX];
+	if (o->agent_dir != NULL)
+		snprintf(adir, sizeof adir, "%s", o->agent_dir);
+	else if (sbx_agent_dir(adir, sizeof adir, e) != 0)
+		return -1;
+	if (o->agent != NULL)
+		snprintf(agent, sizeof agent, "%s", o->agent);
+	else if (sbx_agent_path(adir, a->name, agent, sizeof agent, e) != 0)
+		return -1;
+	if (foreign) {
+		if (sbx_agent_path(adir, self, native, sizeof native, e) != 0)
+			return -1;
+		if (find_in_path(a->qemu, qemu, sizeof qemu) != 0)
+			return sbx_err_set(e, SBX_EUSAGE, 0,
+			                   "a %s sandbox needs %s on this machine", a->name,
+			                   a->qemu);
+		snprintf(s.qemu, sizeof s.qemu, "%s", a->qemu);
+	}
+
+	char base[PATH_MAX], final[PATH_MAX], tmp[PATH_MAX];
+	if (sbx_ns_dir(base, sizeof base, e) != 0 || mkdir_p(base, e) != 0 ||
+	    path_join(final, sizeof final, base, name, e) != 0)
+		return -1;
+	struct stat fst;
+	if (lstat(final, &fst) == 0)
+		return sbx_err_set(e, SBX_EUSAGE, EEXIST, "sandbox %s already exists", name);
+	if ((size_t)snprintf(tmp, sizeof tmp, "%s/.%s.new-XXXXXX", base, name) >= sizeof tmp)
+		return sbx_err_set(e, SBX_EUSAGE, ENAMETOOLONG, "state folder");
+	if (mkdtemp(tmp) == NULL)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "create a state folder in %s", base);
+
+	/* The writable layer: its root takes the image root's mode and owner (the overlay
+	 * shows the upper root's), and starts with the agent in /.sbx. */
+	char upper[PATH_MAX], work[PATH_MAX], root[PATH_MAX], dotsbx[PATH_MAX];
+	char ovl[PATH_MAX + 64], ovl2[PATH_MAX + 64];
+	int64_t pid = 0;
+	if (path_join(upper, sizeof upper, tmp, "upper", e) != 0 ||
+	    path_join(work, sizeof work, tmp, "work", e) != 0 ||
+	    path_join(root, sizeof root, tmp, "root", e) != 0 ||
+	    path_join(dotsbx, sizeof dotsbx, upper, ".sbx", e) != 0)
+		goto fail;
+	if (mkdir(upper, 0700) != 0 || chown(upper, ist.st_uid, ist.st_gid) != 0 ||
+	    chmod(upper, ist.st_mode & 07777) != 0 || mkdir(work, 0700) != 0 ||
+	    mkdir(root, 0700) != 0 || mkdir(dotsbx, 0700) != 0 || chown(dotsbx, 0, 0) != 0 ||
+	    chmod(dotsbx, 0755) != 0) {
+		sbx_err_set(e, SBX_EUNAVAILABLE, errno, "prepare the layer in %s", tmp);
+		goto fail;
+	}
+	if (copy_exec(agent, dotsbx, "sbx-agent", e) != 0 ||
+	    (foreign && (copy_exec(native, dotsbx, "sbx-init", e) != 0 ||
+	                 copy_exec(qemu, dotsbx, a->qemu, e) != 0)))
+		goto fail;
+	snprintf(ovl, sizeof ovl, "lowerdir=%s,upperdir=upper,workdir=work,volatile", s.image);
+	snprintf(ovl2, sizeof ovl2, "lowerdir=%s,upperdir=upper,workdir=work", s.image);
+
+	struct plan plan = {.dir = tmp,
+	                    .ovl = ovl,
+	                    .ovl2 = ovl2,
+	                    .name = name,
+	                    .init = foreign ? INIT_FOREIGN : SBX_NS_AGENT};
+	if (start(&plan, &pid, e) != 0)
+		goto fail;
+	struct proc_info pi;
+	char pdir[48];
+	snprintf(pdir, sizeof pdir, "/proc/%lld", (long long)pid);
+	if (proc_stat(pid, &pi) != 0 || pi.state == 'Z') {
+		sbx_err_set(e, SBX_EUNAVAILABLE, 0, "the sandbox's init exited at once");
+		goto fail;
+	}
+	s.pid = pid;
+	s.start = pi.start;
+	s.pidns = pidns_inode(pdir);
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	s.created_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	if (s.pidns == 0 || s.pidns == pidns_inode("/proc/self")) {
+		sbx_err_set(e, SBX_EUNAVAILABLE, 0,
+		            "the sandbox's init is not in a new pid namespace");
+		goto fail;
+	}
+	if (write_state(tmp, name, &s, e) != 0)
+		goto fail;
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) != 0) {
+		int err = errno;
+		if (err == EINVAL || err == ENOSYS) {
+			/* A filesystem without RENAME_NOREPLACE: the check above stands. */
+			if (lstat(final, &fst) == 0)
+				err = EEXIST;
+			else if (rename(tmp, final) == 0)
+				err = 0;
+			else
+				err = errno;
+		}
+		if (err != 0) {
+			if (err == EEXIST)
+				sbx_err_set(e, SBX_EUSAGE, EEXIST, "sandbox %s already exists",
+				            name);
+			else
+				sbx_err_set(e, SBX_EUNAVAILABLE, err, "rename %s", tmp);
+			goto fail;
+		}
+	}
+	if (name_out != NULL && cap > 0)
+		snprintf(name_out, cap, "%s", name);
+	return 0;
+fail:
+	if (pid > 0 && proc_stat(pid, &pi) == 0)
+		kill_init(pid, pi.start, NULL);
+	detach_mounts_under(tmp);
+	remove_tree(tmp, NULL);
+	return -1;
+}
+
+/* ---- status, remove, list, channel ---- */
+
+static int lookup(const char *name, struct sbx_ns_status *st, struct state *s, struct sbx_err *e)
+{
+	memset(st, 0, sizeof *st);
+	char base[PATH_MAX];
+	if (check_name(name, e) != 0 || sbx_ns_dir(base, sizeof base, e) != 0 ||
+	    path_join(st->dir, sizeof st->dir, base, name, e) != 0)
+		return -1;
+	if (read_state(st->dir, s) != 0) {
+		if (errno == ENOENT) {
+			st->state = SBX_NS_ABSENT;
+			return 0;
+		}
+		if (errno == EBADMSG) {
+			st->state = SBX_NS_STOPPED; /* a folder without a readable state */
+			return 0;
+		}
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "read %s/state", st->dir);
+	}
+	st->pid = s->pid;
+	st->created_ns = s->created_ns;
+	snprintf(st->image, sizeof st->image, "%s", s->image);
+	snprintf(st->arch, sizeof st->arch, "%s", s->arch);
+	st->state = init_alive(s->pid, s->start, s->pidns) ? SBX_NS_RUNNING : SBX_NS_STOPPED;
+	return 0;
+}
+
+int sbx_ns_status(const char *name, struct sbx_ns_status *st, struct sbx_err *e)
+{
+	struct state s;
+	return lookup(name, st, &s, e);
+}
+
+int sbx_ns_remove(const char *name, struct sbx_err *e)
+{
+	struct sbx_ns_status st;
+	struct state s;
+	if (lookup(name, &st, &s, e) != 0)
+		return -1;
+	if (st.state == SBX_NS_ABSENT)
+		return 0;
+	if (st.state == SBX_NS_RUNNING && kill_init(s.pid, s.start, e) != 0)
+		return -1;
+	detach_mounts_under(st.dir);
+	/* Out of the name first (status says absent at once, the name is free again), then
+	 * deleted; a concurrent remove that lost the rename has nothing left to do. */
+	char base[PATH_MAX], trash[PATH_MAX];
+	if (sbx_ns_dir(base, sizeof base, e) != 0)
+		return -1;
+	if ((size_t)snprintf(trash, sizeof trash, "%s/.%s.rm-XXXXXX", base, name) >= sizeof trash)
+		return sbx_err_set(e, SBX_EUSAGE, ENAMETOOLONG, "state folder");
+	if (mkdtemp(trash) == NULL)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "create %s", trash);
+	if (rename(st.dir, trash) != 0) {
+		int err = errno;
+		rmdir(trash);
+		if (err == ENOENT)
+			return 0;
+		return sbx_err_set(e, SBX_EUNAVAILABLE, err, "rename %s", st.dir);
+	}
+	if (remove_tree(trash, e) != 0) {
+		/* Back under its name, so status shows it and a later remove retries. */
+		rename(trash, st.dir);
+		return -1;
+	}
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int sbx_ns_list(char ***names, size_t *n, struct sbx_err *e)
+{
+	*names = NULL;
+	*n = 0;
+	char base[PATH_MAX];
+	if (sbx_ns_dir(base, sizeof base, e) != 0)
+		return -1;
+	DIR *d = opendir(base);
+	if (d == NULL)
+		return errno == ENOENT ? 0
+		                       : sbx_err_set(e, SBX_EUNAVAILABLE, errno, "open %s", base);
+	char **v = NULL;
+	size_t len = 0;
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || check_name(de->d_name, NULL) != 0)
+			continue;
+		char **g = realloc(v, (len + 1) * sizeof *v);
+		if (g == NULL || (g[len] = strdup(de->d_name)) == NULL) {
+			v = g != NULL ? g : v;
+			for (size_t i = 0; i < len; i++)
+				free(v[i]);
+			free(v);
+			closedir(d);
+			return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "listing %s", base);
+		}
+		v = g;
+		len++;
+	}
+	closedir(d);
+	if (len > 0)
+		qsort(v, len, sizeof *v, cmp_str);
+	*names = v;
+	*n = len;
+	return 0;
+}
+
+int sbx_ns_argv(const char *name, char ***argv_template, struct sbx_err *e)
+{
+	*argv_template = NULL;
+	struct sbx_ns_status st;
+	struct state s;
+	if (lookup(name, &st, &s, e) != 0)
+		return -1;
+	if (st.state == SBX_NS_ABSENT)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOENT, "no sandbox %s (in %s)", name,
+		                   st.dir);
+	if (st.state != SBX_NS_RUNNING)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, ESRCH,
+		                   "sandbox %s is stopped (its init %lld is gone)", name,
+		                   (long long)s.pid);
+	char pid[24], qemu[80];
+	snprintf(pid, sizeof pid, "%lld", (long long)s.pid);
+	snprintf(qemu, sizeof qemu, "/.sbx/%s", s.qemu);
+	/* The host's environment stays out (env -i). nsenter's --root and --wd without a value
+	 * take init's root and cwd: "--wd=/" would name the host's / and leave the chroot. */
+	const char *words[] = {"env",      "-i",    SANDBOX_PATH, "HOME=/root", "nsenter",
+	                       "--target", pid,     "--mount",    "--uts",      "--ipc",
+	                       "--net",    "--pid", "--root",     "--wd",       NULL,
+	                       NULL,       NULL,    NULL};
+	size_t k = 14;
+	if (s.qemu[0] != '\0')
+		words[k++] = qemu;
+	words[k++] = "{agent}";
+	words[k++] = "serve";
+	char **v = calloc(k + 1, sizeof *v);
+	if (v == NULL)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "argv");
+	for (size_t i = 0; i < k; i++)
+		if ((v[i] = strdup(words[i])) == NULL) {
+			for (size_t j = 0; j < i; j++)
+				free(v[j]);
+			free(v);
+			return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "argv");
+		}
+	*argv_template = v;
+	return 0;
+}

@@ -1,0 +1,311 @@
+#!/usr/bin/env bash
+# ns.sh SBX: the ns runner end to end, as root. Builds a tiny BusyBox root from Debian's
+# busybox-static (or uses build/images/busybox-x86_64 when it exists), creates sandboxes from
+# it and checks: hostname, overlay isolation (between sandboxes and from the image), the pid
+# and network namespaces, /dev, the injected agent, transfers through nsenter, orphan reaping
+# by init, that `sandbox rm` leaves no process, mount or state (also after escapes with
+# setsid), idempotent rm, absent and stopped states, failed creates leaving nothing. Every
+# sandbox and file lives under one temp folder, removed on exit. One "  ok: ..." per check.
+set -euo pipefail
+[ "${SBX_TRACE:-}" = 1 ] && set -x
+sbx=$(realpath "$1")
+top=$(cd "$(dirname "$0")/.." && pwd)
+[ "$(id -u)" = 0 ] || {
+	echo "ns.sh: the ns runner needs root" >&2
+	exit 1
+}
+w=$(mktemp -d /tmp/sbx-ns-XXXXXX)
+export SBX_NS_DIR=$w/state
+cleanup() {
+	local n
+	if [ -d "$SBX_NS_DIR" ]; then
+		for n in $(ls "$SBX_NS_DIR"); do
+			"$sbx" sandbox rm "$n" || true
+		done
+	fi
+	rm -rf "$w"
+}
+trap cleanup EXIT
+ok() { echo "  ok: $*"; }
+die() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+S() { # S NAME ARGS...: sbx through the sandbox's nsenter channel
+	local n=$1
+	shift
+	"$sbx" --runner "ns:$n" "$@"
+}
+init_pid() { sed -n 's/^pid=//p' "$SBX_NS_DIR/$1/state"; }
+pidns_of() { stat -Lc %i "/proc/$1/ns/pid"; }
+# Host pids of the live (not zombie) processes in pid namespace $1 (an inode number).
+ns_procs() {
+	local p st
+	for p in /proc/[0-9]*; do
+		[ "$(stat -Lc %i "$p/ns/pid" 2>/dev/null)" = "$1" ] || continue
+		st=$(sed 's/.*) //' "$p/stat" 2>/dev/null | cut -d' ' -f1) || continue
+		[ "$st" = Z ] || [ -z "$st" ] || echo "${p#/proc/}"
+	done
+}
+no_mounts() { ! grep -q "$w" /proc/self/mountinfo; }
+
+# ---- the image ----
+img=$top/build/images/busybox-x86_64
+if [ ! -x "$img/bin/busybox" ]; then
+	img=$w/img
+	bb=$(dpkg -L busybox-static | grep '/busybox$' | head -1)
+	mkdir -p "$img"/{bin,sbin,usr/bin,usr/sbin,etc,tmp,dev,proc,sys,run,root,home/agent}
+	chmod 1777 "$img/tmp"
+	cp "$bb" "$img/bin/busybox"
+	for p in $("$img/bin/busybox" --list-full); do
+		[ -e "$img/$p" ] || ln -s /bin/busybox "$img/$p"
+	done
+	printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' \
+		'nobody:x:65534:65534:nobody:/nonexistent:/bin/false' \
+		'agent:x:1000:1000:agent:/home/agent:/bin/sh' >"$img/etc/passwd"
+	printf '%s\n' 'root:x:0:' 'nogroup:x:65534:' 'agent:x:1000:' >"$img/etc/group"
+	chown 1000:1000 "$img/home/agent"
+fi
+listing() { (cd "$1" && find . -printf '%P %y %m %U:%G %s %T@ %l\n' | LC_ALL=C sort); }
+listing "$img" >"$w/img.before"
+
+# ---- create ----
+[ "$("$sbx" sandbox create --image "$img" --name A)" = A ] || die "create A"
+[ "$("$sbx" sandbox create --image "$img" --name B)" = B ] || die "create B"
+"$sbx" sandbox status A | grep -q '^A running pid [0-9]* arch x86_64 image ' || die "status A"
+"$sbx" --json sandbox status B | grep -q '"state":"running"' || die "status B"
+ok "two sandboxes from one image: created and running"
+[ -z "$(ls -A "$SBX_NS_DIR" | grep '^\.' || true)" ] || die "a temporary state folder was left"
+for k in pid starttime pidns image arch created_ns; do
+	grep -q "^$k=." "$SBX_NS_DIR/A/state" || die "state lacks $k"
+done
+ok "state folder in place, nothing temporary left, state file has pid/start/image/arch/created"
+gen=$("$sbx" sandbox create --image "$img")
+[[ $gen =~ ^sbx-[a-z0-9]{6}$ ]] || die "generated name '$gen'"
+"$sbx" sandbox rm "$gen"
+ok "a generated name: $gen"
+[ "$("$sbx" sandbox ls | awk '{print $1 " " $2}' | tr '\n' ' ')" = "A running B running " ] ||
+	die "ls: $("$sbx" sandbox ls)"
+ok "sandbox ls lists A and B"
+
+# ---- what the sandbox is ----
+a_pid=$(init_pid A)
+b_pid=$(init_pid B)
+a_ns=$(pidns_of "$a_pid")
+b_ns=$(pidns_of "$b_pid")
+[ "$(S A exec -- hostname)" = A ] && [ "$(S B exec -- hostname)" = B ] &&
+	[ "$(hostname)" != A ] || die "hostnames"
+ok "hostname is the sandbox's name (A, B; the host's is $(hostname))"
+[ "$(S A sh 'echo $$')" -lt 50 ] || die "pid namespace: \$\$ = $(S A sh 'echo $$')"
+[ "$(S A exec -- cat /proc/1/cmdline | tr '\0' ' ')" = "sbx-agent init " ] || die "PID 1"
+[ "$a_ns" != "$(pidns_of self)" ] && [ "$a_ns" != "$b_ns" ] || die "pid namespaces"
+ok "own pid namespace: small pids, PID 1 is 'sbx-agent init' (host pid $a_pid)"
+[ "$(S A exec -- ls /sys/class/net)" = lo ] || die "/sys/class/net: $(S A exec -- ls /sys/class/net)"
+links=$(S A exec -- ip -o link)
+[ "$(echo "$links" | wc -l)" = 1 ] && echo "$links" | grep -q '^1: lo: <LOOPBACK,UP' ||
+	die "ip link: $links"
+S A exec -- ping -c 1 -W 1 127.0.0.1 >/dev/null || die "loopback does not answer"
+ok "network: only lo, up, answering"
+[ "$(S A sh 'echo x >/dev/null && head -c 5 /dev/zero | wc -c && head -c 5 /dev/urandom | wc -c')" = "5
+5" ] || die "/dev nodes"
+S A exec -- ls /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty /dev/shm >/dev/null ||
+	die "/dev listing"
+[ "$(S A exec -- stat -c %a /dev/shm)" = 1777 ] || die "/dev/shm mode"
+ok "/dev: null zero full random urandom tty, /dev/shm 1777"
+[ "$(S A exec -- pwd)" = / ] || die "cwd"
+[ "$(S A kind "$top")" = absent ] || die "the host's $top is visible"
+[ "$(S A exec -- ls -A / | grep -v '^\.sbx$' | LC_ALL=C sort)" = \
+	"$(ls -A "$img" | LC_ALL=C sort)" ] || die "/ is not the image"
+[ "$(S A sh 'cd /..; pwd; ls -d /../bin')" = "/
+/../bin" ] || die "cd .."
+ok "the sandbox sees only the image (cwd /, no host path, / = image + /.sbx)"
+agent_sha=$(sha256sum "${SBX_AGENT_DIR:-$top/build/agent}/x86_64/sbx-agent" | cut -d' ' -f1)
+[ "$(S A --json hello | grep -o '"sha256":"[0-9a-f]*"')" = "\"sha256\":\"$agent_sha\"" ] ||
+	die "HELLO digest"
+[ "$(stat -c '%a %U' "$SBX_NS_DIR/A/upper/.sbx/sbx-agent")" = "755 root" ] || die "agent mode"
+[ ! -e "$img/.sbx" ] || die "the agent landed in the image"
+ok "the agent is injected in the layer (/.sbx/sbx-agent, 0755 root); HELLO's SHA-256 matches"
+
+# ---- the overlay ----
+S A sh 'echo from-a >/tmp/only-a && echo changed >>/etc/passwd && rm /bin/vi'
+[ "$(S A exec -- cat /tmp/only-a)" = from-a ] || die "A cannot read its own file"
+[ "$(S B kind /tmp/only-a)" = absent ] || die "B sees A's file"
+[ ! -e "$img/tmp/only-a" ] || die "the image got A's file"
+[ -f "$SBX_NS_DIR/A/upper/tmp/only-a" ] || die "A's file is not in A's layer"
+! S B exec -- grep -q changed /etc/passwd && S B kind /bin/vi | grep -q file ||
+	die "B sees A's edits"
+[ "$(S A kind /bin/vi)" = absent ] || die "A's delete"
+listing "$img" | cmp -s - "$w/img.before" || die "the image changed"
+ok "overlay: A's writes and deletes are A's only (not in B, not in the image)"
+S A exec -- sh -c 'echo $(stat -c %a /tmp)' | grep -qx 1777 || die "/tmp mode"
+ok "/tmp is the image's (1777)"
+no_mounts || die "a mount of the sandbox is visible on the host"
+ok "nothing of the sandboxes is mounted in the host's mount namespace"
+
+# ---- transfers through nsenter ----
+mkdir -p "$w/task/sub/deep" "$w/task/empty"
+echo hello >"$w/task/a.txt"
+printf 'x%.0s' $(seq 1 5000) >"$w/task/sub/big"
+echo deep >"$w/task/sub/deep/f"
+chmod 0751 "$w/task/sub"
+chmod 0600 "$w/task/a.txt"
+ln -s a.txt "$w/task/link"
+S A upload-dir "$w/task" /work/task >/dev/null
+[ "$(S A exec -- cat /work/task/sub/deep/f)" = deep ] || die "upload"
+S A download-dir /work/task "$w/back" >/dev/null
+diff -r --no-dereference "$w/task" "$w/back" || die "round trip differs"
+[ "$(stat -c %a "$w/back/sub")" = 751 ] && [ "$(stat -c %a "$w/back/a.txt")" = 600 ] &&
+	[ "$(readlink "$w/back/link")" = a.txt ] || die "modes or links"
+[ "$(S B kind /work/task)" = absent ] || die "B sees A's upload"
+ok "upload-dir / download-dir round trip through nsenter (contents, modes, symlink)"
+
+# ---- init reaps orphans ----
+S A exec -- sh -c 'sleep 0.3 & setsid sleep 0.3 &'
+sleep 1
+zombies=$(S A sh 'for s in /proc/[0-9]*/stat; do cut -d" " -f3 $s; done 2>/dev/null | grep -c Z || true')
+[ "$zombies" = 0 ] || die "$zombies zombies in A"
+ok "orphans are reaped by init (no zombie after escaped sleeps exit)"
+
+# ---- rm kills everything ----
+S A exec -- /bin/sh -c 'sleep 1000 & setsid sleep 1000 &'
+sleeps=()
+for p in $(ns_procs "$a_ns"); do
+	[ "$(cat "/proc/$p/comm" 2>/dev/null)" = sleep ] && sleeps+=("$p")
+done
+[ ${#sleeps[@]} = 2 ] || die "expected 2 sleeps in A, found ${#sleeps[*]}"
+"$sbx" sandbox rm A
+for p in "${sleeps[@]}" "$a_pid"; do
+	if [ -e "/proc/$p" ] && [ "$(sed 's/.*) //' "/proc/$p/stat" | cut -d' ' -f1)" != Z ]; then
+		die "process $p survived rm"
+	fi
+done
+[ -z "$(ns_procs "$a_ns")" ] || die "processes left in A's pid namespace: $(ns_procs "$a_ns")"
+ok "rm: the sleeps (${sleeps[*]}, one setsid) and init are gone, nothing left in the pid namespace"
+[ ! -e "$SBX_NS_DIR/A" ] && [ -z "$(ls -A "$SBX_NS_DIR" | grep -v '^B$' || true)" ] ||
+	die "state left: $(ls -A "$SBX_NS_DIR")"
+no_mounts || die "mounts left"
+ok "rm: no state folder, layer or mount left"
+"$sbx" sandbox rm A || die "rm of an absent sandbox"
+ok "rm is idempotent (absent: exit 0)"
+set +e
+out=$("$sbx" sandbox status A)
+rc=$?
+set -e
+[ "$out" = "A absent" ] && [ $rc = 1 ] || die "status of absent: '$out' rc $rc"
+ok "status of an absent sandbox: 'A absent', exit 1"
+set +e
+S A hello >/dev/null 2>"$w/err"
+rc=$?
+set -e
+[ $rc = 3 ] && grep -q 'no sandbox A' "$w/err" || die "runner on absent: rc $rc $(cat "$w/err")"
+ok "--runner ns:A on an absent sandbox: unavailable (exit 3)"
+
+# ---- init killed from outside ----
+kill -KILL "$b_pid"
+for _ in $(seq 1 200); do
+	st=$(sed 's/.*) //' "/proc/$b_pid/stat" 2>/dev/null | cut -d' ' -f1 || true)
+	[ -z "$st" ] || [ "$st" = Z ] && break
+	sleep 0.01
+done
+set +e
+out=$("$sbx" sandbox status B)
+rc=$?
+S B hello >/dev/null 2>"$w/err"
+rc2=$?
+set -e
+[[ $out == "B stopped pid $b_pid "* ]] && [ $rc = 1 ] || die "status after kill: '$out' rc $rc"
+[ $rc2 = 3 ] && grep -q 'stopped' "$w/err" || die "runner on stopped: rc $rc2 $(cat "$w/err")"
+ok "init killed from outside: status 'stopped', the runner refuses (exit 3)"
+"$sbx" sandbox rm B
+[ ! -e "$SBX_NS_DIR/B" ] && [ -z "$(ns_procs "$b_ns")" ] || die "rm of stopped B"
+ok "rm cleans a stopped sandbox"
+
+# ---- init's signals ----
+set +e
+timeout 5 "${SBX_AGENT_DIR:-$top/build/agent}/x86_64/sbx-agent" init 2>/dev/null
+rc=$?
+set -e
+[ $rc = 2 ] || die "sbx-agent init outside a pid namespace: rc $rc"
+ok "sbx-agent init refuses to run unless it is PID 1"
+"$sbx" sandbox create --image "$img" --name G >/dev/null
+g_pid=$(init_pid G)
+g_ns=$(pidns_of "$g_pid")
+kill -HUP "$g_pid"
+kill -INT "$g_pid"
+kill -USR1 "$g_pid"
+kill -PIPE "$g_pid"
+sleep 0.1
+"$sbx" sandbox status G >/dev/null || die "init died of a signal it should ignore"
+S G exec -- sh -c 'setsid sleep 1000 &'
+[ -n "$(ns_procs "$g_ns" | grep -vx "$g_pid")" ] || die "no sleep in G"
+kill -TERM "$g_pid"
+for _ in $(seq 1 200); do
+	[ -z "$(ns_procs "$g_ns")" ] && break
+	sleep 0.01
+done
+[ -z "$(ns_procs "$g_ns")" ] || die "SIGTERM left $(ns_procs "$g_ns")"
+set +e
+"$sbx" sandbox status G >/dev/null
+rc=$?
+set -e
+[ $rc = 1 ] || die "G after SIGTERM: rc $rc"
+"$sbx" sandbox rm G
+ok "init ignores HUP INT USR1 PIPE; SIGTERM kills the whole sandbox and ends it"
+
+# ---- failed and refused creates leave nothing ----
+"$sbx" sandbox create --image "$img" --name C >/dev/null
+c_pid=$(init_pid C)
+set +e
+"$sbx" sandbox create --image "$img" --name C 2>"$w/err"
+rc=$?
+set -e
+[ $rc = 2 ] && grep -q 'already exists' "$w/err" || die "duplicate name: rc $rc"
+[ "$(init_pid C)" = "$c_pid" ] && "$sbx" sandbox status C >/dev/null || die "C was disturbed"
+ok "a taken name is refused (exit 2); the running sandbox is untouched"
+set +e
+"$sbx" sandbox create --image "$img" --name ../x 2>/dev/null
+rc1=$?
+"$sbx" sandbox create --image "$w/missing" --name D 2>/dev/null
+rc2=$?
+set -e
+[ $rc1 = 2 ] && [ $rc2 = 2 ] || die "bad name rc $rc1, missing image rc $rc2"
+ok "a bad name or a missing image: usage (exit 2)"
+mkdir -p "$w/evil" "$w/outside"
+ln -s "$w/outside" "$w/evil/dev" # absolute: resolved on the host before the pivot
+set +e
+"$sbx" sandbox create --image "$w/evil" --name E 2>"$w/err"
+rc=$?
+set -e
+[ $rc = 3 ] && grep -q '/dev' "$w/err" || die "evil image: rc $rc $(cat "$w/err")"
+[ -z "$(ls -A "$w/outside")" ] || die "the create wrote through the image's /dev symlink"
+[ -z "$(ls -A "$SBX_NS_DIR" | grep -v '^C$' || true)" ] || die "failed create left $(ls -A "$SBX_NS_DIR")"
+no_mounts || die "failed create left mounts"
+ok "an image whose /dev is a symlink is refused (exit 3), nothing written or left"
+
+# ---- an image with a single static file ----
+mkdir -p "$w/tiny"
+cp "$img/bin/busybox" "$w/tiny/busybox"
+"$sbx" sandbox create --image "$w/tiny" --name T >/dev/null
+[ "$(S T exec -- /busybox echo hi)" = hi ] && [ "$(S T kind /proc/1)" = dir ] &&
+	[ "$(S T kind /tmp)" = absent ] || die "tiny image"
+[ "$(ls -A "$w/tiny")" = busybox ] || die "the tiny image changed"
+ok "an image without /proc /dev /sys /tmp or a shell: mount points made in the layer only"
+
+# ---- the architecture an image declares ----
+printf 'name=tiny\narch=aarch64\n' >"$w/tiny/.sbx-image"
+"$sbx" sandbox create --image "$w/tiny" --name F >/dev/null
+"$sbx" sandbox status F | grep -q ' arch aarch64 ' || die "F's arch: $("$sbx" sandbox status F)"
+S F --json hello | grep -q '"arch":"aarch64"' || die "F's agent is not aarch64"
+[ "$(S F exec -- /busybox cat /proc/1/cmdline | tr '\0' ' ')" = "sbx-agent init " ] || die "F's init"
+ok "an image declaring arch=aarch64 gets the aarch64 agent (through the layer's qemu), a native init"
+if [ -x "$top/build/images/noshell-x86_64/hello" ]; then
+	"$sbx" sandbox create --image "$top/build/images/noshell-x86_64" --name N >/dev/null
+	S N exec -- /hello >/dev/null || die "noshell: /hello"
+	"$sbx" sandbox rm N
+	ok "build/images/noshell-x86_64: /hello runs"
+fi
+
+"$sbx" sandbox rm C T F
+[ -z "$(ls -A "$SBX_NS_DIR")" ] || die "left: $(ls -A "$SBX_NS_DIR")"
+listing "$img" | cmp -s - "$w/img.before" || die "the image changed"
+ok "all removed; the image is unchanged"
