@@ -46,6 +46,8 @@ static void usage(FILE *f)
 	      "                              run a harness under the supervisor; prints the\n"
 	      "                              signed receipt; exits with the harness's status\n"
 	      "  stop|expire|attach|output|receipt|rearm|close --session DIR [...]\n"
+	      "  rollout --task DIR [--image DIR] [--verifier-image DIR] [--user U] [--timeout S]\n"
+	      "       [--verify-timeout S] [--out DIR]   one agent-rollout episode on ns sandboxes\n"
 	      "  version | arches | selftest [--qemu] [ARCH...|all]\n"
 	      "  sandbox create --image DIR [--name NAME] [--arch ARCH]\n"
 	      "                              a namespace sandbox (root; state in $SBX_NS_DIR,\n"
@@ -1052,6 +1054,8 @@ int main(int argc, char **argv)
 	}
 	if (cli_sandbox_known(cmd))
 		return cli_sandbox(&o, argc - i, argv + i);
+	if (strcmp(cmd, "rollout") == 0)
+		return cli_rollout(&o, argc - i, argv + i);
 	int is_exec = strcmp(cmd, "exec") == 0 || strcmp(cmd, "sh") == 0 || strcmp(cmd, "run") == 0;
 	static const char *const known[] = {"hello",       "ping", "kind", "stat",    "resolve",
 	                                    "lands-clear", "exec", "sh",   "session", NULL};

@@ -41,6 +41,9 @@ int cli_xfer(const struct opts *o, struct sbx_session *s, const char *cmd, int a
 int cli_xfer_session(struct sbx_session *s, const char *op, const struct sbx_json *req,
                      struct sbx_jw *w, struct sbx_err *e, int *rc);
 
+/* sbx rollout (cli_rollout.c): one episode on the ns runner; manages its own sessions. */
+int cli_rollout(const struct opts *o, int argc, char **argv);
+
 /* Supervision commands (cli_sup.c): run stop expire attach output receipt rearm close. */
 int cli_sup_known(const char *cmd);
 int cli_sup(const struct opts *o, struct sbx_session *s, const char *cmd, int argc, char **argv);
