@@ -168,7 +168,7 @@ $(B)/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) $(SBX_CACHE)/host/.stamp
 # ---- targets -----------------------------------------------------------------------------
 
 .PHONY: all agents host check size clean distclean format fuzz bench-session bench-supervise \
-	bench-sha256 bench-transfer FORCE
+	bench-sha256 bench-transfer bench-runners FORCE
 all: agents host
 agents: $(AGENTS)
 host: $(HOST)
@@ -186,6 +186,9 @@ bench-session: $(AGENTS) $(B)/bench/bench_session
 
 bench-transfer: $(AGENTS) $(B)/host/sbx $(HARNESS)
 	tests/bench/transfer.sh $(B)/host/sbx $(B)/harness/cutter
+
+bench-runners: $(AGENTS) $(B)/host/sbx images
+	tests/bench/runners.sh $(B)/host/sbx
 
 bench-sha256: $(B)/bench/sha256_speed
 	$(B)/bench/sha256_speed

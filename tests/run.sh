@@ -118,6 +118,7 @@ checks "sbx transfers end to end (local runner, confined)" \
 echo "== images and the ns runner"
 checks "sandbox images (busybox x6, noshell, debian)" "$top/tests/images.sh" "$top/build/images"
 checks "ns runner: namespace sandboxes end to end (root)" "$top/tests/ns.sh" "$hostdir/sbx"
+checks "transfer and supervision suites on ns + BusyBox and ns + Debian" "$top/tests/ns_suites.sh" "$hostdir/sbx"
 checks "sbx rollout: the main job on ns + BusyBox" "$top/tests/rollout.sh" "$hostdir/sbx"
 
 echo "== session integration (local, qemu:aarch64)"

@@ -1,0 +1,94 @@
+#!/bin/bash
+# ns_suites.sh SBX: the transfer and supervision suites through real namespace sandboxes, on
+# each image that `make images` built for this machine (BusyBox and Debian minbase):
+# - fidelity by replay: the fidelity tree (tests/lib/fidelity_tree.sh, with a 3 GiB sparse
+#   file) uploaded into sandbox A, downloaded with archive_copy, replayed into sandbox B and
+#   downloaded again: the three archives (the host's pack of the source, A's, B's) must be
+#   byte-identical, which holds only if every mode, owner, mtime, link and name survived;
+# - every hostile archive of tests/hostile_tar.py refused in the sandbox (exit 5), the target
+#   unchanged;
+# - supervision: harnesses that escape with setsid, a double fork, a trapped TERM, a stopped
+#   process, and one past its deadline: signed receipts with termination witnessed, and no
+#   process of the run left in the sandbox.
+# One "  ok: ..." line per check; everything under one temp folder, removed on exit.
+set -euo pipefail
+[ "${SBX_TRACE:-}" = 1 ] && set -x
+sbx=$(realpath "$1")
+top=$(cd "$(dirname "$0")/.." && pwd)
+agent=$top/build/agent/x86_64/sbx-agent
+w=$(mktemp -d /tmp/sbx-nssuite-XXXXXX)
+export SBX_NS_DIR=$w/state
+cleanup() {
+	for n in $("$sbx" sandbox ls 2>/dev/null); do "$sbx" sandbox rm "$n" >/dev/null 2>&1 || true; done
+	rm -rf "$w"
+}
+trap cleanup EXIT
+ok() { echo "  ok: $*"; }
+die() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+S() {
+	local n=$1
+	shift
+	"$sbx" --runner "ns:$n" "$@"
+}
+. "$top/tests/lib/fidelity_tree.sh"
+src=$w/src
+make_fidelity_tree "$src" sparse
+"$agent" pack "$src" >"$w/c0.tar" 2>/dev/null
+python3 "$top/tests/hostile_tar.py" "$w/hostile" /etc >/dev/null
+
+for image in busybox-x86_64 debian-x86_64; do
+	img=$top/build/images/$image
+	[ -d "$img" ] || die "no image $img (make images)"
+	a=$("$sbx" sandbox create --image "$img")
+	b=$("$sbx" sandbox create --image "$img")
+
+	S "$a" upload-dir "$src" /data
+	S "$a" download-dir --links keep --archive-copy "$w/c1.tar" /data "$w/dl1" >/dev/null
+	S "$b" upload-archive "$w/c1.tar" dir /data
+	S "$b" download-dir --links keep --archive-copy "$w/c2.tar" /data "$w/dl2" >/dev/null
+	cmp -s "$w/c0.tar" "$w/c1.tar" || die "$image: the archive of the uploaded tree differs from the source's"
+	cmp -s "$w/c1.tar" "$w/c2.tar" || die "$image: the replayed tree's archive differs"
+	[ "$(S "$b" stat /data/f4755 | awk '{print $2, $3}')" = "file 4755" ] || die "$image: set-uid lost: $(S "$b" stat /data/f4755)"
+	rm -rf "$w/dl1" "$w/dl2" "$w/c1.tar" "$w/c2.tar"
+	ok "$image: fidelity tree (sparse 3 GiB, set-id, owners, links, long paths) through two sandboxes: three archives byte-identical"
+
+	S "$a" sh 'mkdir -p /t && echo before >/t/before'
+	n=0
+	for h in "$w"/hostile/*.tar; do
+		rc=0
+		S "$a" upload-archive "$h" dir /t 2>/dev/null || rc=$?
+		[ $rc = 5 ] || die "$image: $(basename "$h"): exit $rc, want 5"
+		n=$((n + 1))
+	done
+	[ "$(S "$a" sh 'ls -A /t; cat /etc/passwd | head -1')" = "$(printf 'before\nroot:x:0:0:root:/root:%s' "$(sed -n 's/^root:x:0:0:[^:]*:[^:]*:\(.*\)/\1/p' "$img/etc/passwd")")" ] ||
+		die "$image: target or /etc changed: $(S "$a" sh 'ls -A /t; head -1 /etc/passwd')"
+	ok "$image: $n hostile archives refused in the sandbox (exit 5), target and /etc unchanged"
+
+	# Supervision: each harness leaves something behind; after the run nothing of it is left.
+	cases=(
+		"setsid sh -c 'sleep 1000' </dev/null >/dev/null 2>&1 & exit 0"
+		"( sh -c 'sleep 1000' & ) ; exit 3"
+		"trap '' TERM; setsid sh -c 'trap \"\" TERM; while :; do sleep 1; done' & sleep 1000"
+		"sh -c 'kill -STOP \$\$' & sleep 0.2; exit 0"
+	)
+	want=(exit exit deadline exit)
+	# Every process but init, the agent and this check itself (and its own children).
+	survivors='for p in /proc/[0-9]*; do i=${p#/proc/}; [ "$i" = 1 ] || [ "$i" = $$ ] && continue
+		pp=$(sed "s/.*) . //" $p/stat 2>/dev/null | cut -d" " -f1); [ "$pp" = $$ ] && continue
+		c=$(tr "\0" " " <$p/cmdline 2>/dev/null); case "$c" in /.sbx/*|"") continue;; esac
+		echo "$i $c"; done'
+	for i in "${!cases[@]}"; do
+		S "$a" run --session "/tmp/s$i" --timeout 1 --grace 0.2 -- /bin/sh -c "${cases[$i]}" >"$w/rec" || true
+		grep -q '"termination_witnessed":true' "$w/rec" || die "$image case $i: $(cat "$w/rec")"
+		grep -q "\"trigger\":\"${want[$i]}\"" "$w/rec" || die "$image case $i trigger: $(cat "$w/rec")"
+		S "$a" receipt --session "/tmp/s$i" >/dev/null || die "$image case $i: the receipt does not verify"
+		left=$(S "$a" sh "$survivors")
+		[ -z "$left" ] || die "$image case $i: left behind: $left"
+	done
+	ok "$image: ${#cases[@]} escaping harnesses (setsid, double fork, TERM ignored, SIGSTOP): receipts verified, termination witnessed, nothing left"
+
+	"$sbx" sandbox rm "$a" "$b"
+done
