@@ -19,7 +19,8 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: sbx [--via 'ARGV with {agent}' | --runner local|qemu:ARCH|ns:NAME]\n"
+	fputs("usage: sbx [--via 'ARGV with {agent}' |\n"
+	      "           --runner local|qemu:ARCH|ns:NAME|podman:NAME|docker:NAME]\n"
 	      "           [--agent PATH] [--agent-dir DIR] [--timeout S] [--json] COMMAND\n"
 	      "commands:\n"
 	      "  hello                       the agent's HELLO (version, arch, uid, caps, digest)\n"
@@ -52,7 +53,9 @@ static void usage(FILE *f)
 	      "  sandbox create --image DIR [--name NAME] [--arch ARCH]\n"
 	      "                              a namespace sandbox (root; state in $SBX_NS_DIR,\n"
 	      "                              default /run/sbx/ns); prints its name\n"
-	      "  sandbox status NAME | rm NAME... | ls\n"
+	      "  sandbox create --runner podman|docker --image IMAGE|FILE.tar [--name NAME]\n"
+	      "         [--arch ARCH] [--engine-arg WORD]...   a container; prints podman:NAME\n"
+	      "  sandbox status NAME | rm NAME... | ls   (NAME may be podman:NAME, docker:NAME)\n"
 	      "                              status exits 0 running, 1 stopped or absent\n"
 	      "exit status: exec/sh: the command's (128+signal, 124 timed out, 126/127 not\n"
 	      "started), 125 when sbx itself failed. Others: 0 ok, 1 false (lands-clear),\n"
@@ -347,7 +350,13 @@ static int open_session(const struct opts *o, struct sbx_session **s, struct sbx
 	                                               o->agent, &r, e);
 	if (rc != 0)
 		return -1;
-	rc = sbx_session_open(s, r.argv, r.agent, o->timeout, e);
+	/* podman/docker runners hand over the session their injection check opened. */
+	if ((*s = sbx_runner_take_session(&r)) != NULL) {
+		if (o->timeout > 0)
+			sbx_session_set_timeout(*s, o->timeout);
+	} else {
+		rc = sbx_session_open(s, r.argv, r.agent, o->timeout, e);
+	}
 	sbx_runner_free(&r);
 	return rc;
 }

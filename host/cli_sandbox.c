@@ -1,5 +1,6 @@
 /* sbx sandbox create|status|rm|ls: namespace sandboxes of the ns runner (runner/ns.h), which
- * `sbx --runner ns:NAME ...` then reaches. No session is opened here. */
+ * `sbx --runner ns:NAME ...` then reaches, and podman/docker containers (runner/podman.h:
+ * `create --runner podman`, then status/rm podman:NAME). No session is opened here. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 #include <time.h>
 
 #include "ns.h"
+#include "podman.h"
 
 #include "cli.h"
 
@@ -51,10 +53,98 @@ static void text_status(const char *name, const struct sbx_ns_status *st)
 	       when);
 }
 
+/* "podman:NAME" / "docker:NAME": the engine (static string) and the name; NULL otherwise. */
+static const char *engine_of(const char *spec, const char **name)
+{
+	if (strncmp(spec, "podman:", 7) == 0) {
+		*name = spec + 7;
+		return "podman";
+	}
+	if (strncmp(spec, "docker:", 7) == 0) {
+		*name = spec + 7;
+		return "docker";
+	}
+	return NULL;
+}
+
+static void json_container(struct sbx_jw *w, const char *engine, const char *name,
+                           const struct sbx_podman_status *st)
+{
+	char spec[128];
+	snprintf(spec, sizeof spec, "%s:%s", engine, name);
+	sbx_jw_key(w, "name");
+	sbx_jw_str(w, spec);
+	sbx_jw_key(w, "state");
+	sbx_jw_str(w, st->state);
+	if (!st->exists)
+		return;
+	sbx_jw_key(w, "id");
+	sbx_jw_str(w, st->id);
+	sbx_jw_key(w, "image");
+	sbx_jw_str(w, st->image);
+	sbx_jw_key(w, "arch");
+	sbx_jw_str(w, st->arch);
+}
+
+static int create_container(const struct opts *o, const char *engine, const char *image,
+                            const char *name, const char *arch, const char *const *extra)
+{
+	struct sbx_err e;
+	struct sbx_podman_create_opts po = {
+	        .arch = arch, .agent_dir = o->agent_dir, .agent = o->agent, .extra = extra};
+	char made[64];
+	if (sbx_podman_create(engine, image, name, &po, made, sizeof made, &e) != 0)
+		return fail(o, &e, class_exit(e.cls));
+	if (!o->json) {
+		printf("%s:%s\n", engine, made);
+		return 0;
+	}
+	struct sbx_podman_status st;
+	if (sbx_podman_status(engine, made, &st, &e) != 0)
+		return fail(o, &e, class_exit(e.cls));
+	struct sbx_jw w;
+	sbx_jw_init(&w);
+	sbx_jw_obj_begin(&w);
+	sbx_jw_key(&w, "ok");
+	sbx_jw_bool(&w, 1);
+	json_container(&w, engine, made, &st);
+	sbx_jw_obj_end(&w);
+	print_json(&w);
+	sbx_jw_free(&w);
+	return 0;
+}
+
+static int status_container(const struct opts *o, const char *engine, const char *name)
+{
+	struct sbx_err e;
+	struct sbx_podman_status st;
+	if (sbx_podman_status(engine, name, &st, &e) != 0)
+		return fail(o, &e, class_exit(e.cls));
+	if (o->json) {
+		struct sbx_jw w;
+		sbx_jw_init(&w);
+		sbx_jw_obj_begin(&w);
+		sbx_jw_key(&w, "ok");
+		sbx_jw_bool(&w, 1);
+		json_container(&w, engine, name, &st);
+		sbx_jw_obj_end(&w);
+		print_json(&w);
+		sbx_jw_free(&w);
+	} else if (!st.exists) {
+		printf("%s:%s absent\n", engine, name);
+	} else {
+		printf("%s:%s %s arch %s image %s id %.12s\n", engine, name, st.state,
+		       st.arch[0] ? st.arch : "?", st.image, st.id);
+	}
+	return st.exists && strcmp(st.state, "running") == 0 ? 0 : EX_FALSE;
+}
+
 static int cmd_create(const struct opts *o, int argc, char **argv)
 {
 	struct sbx_err e;
-	const char *image = NULL, *name = NULL, *arch = NULL;
+	const char *image = NULL, *name = NULL, *arch = NULL, *runner = "ns";
+	const char *extra[64];
+	int nextra = 0;
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		if (i + 1 >= argc) {
@@ -67,13 +157,26 @@ static int cmd_create(const struct opts *o, int argc, char **argv)
 			name = argv[++i];
 		else if (strcmp(a, "--arch") == 0)
 			arch = argv[++i];
+		else if (strcmp(a, "--runner") == 0)
+			runner = argv[++i];
+		else if (strcmp(a, "--engine-arg") == 0 && nextra < 63)
+			extra[nextra++] = argv[++i];
 		else {
 			sbx_err_set(&e, SBX_EUSAGE, 0, "create: unknown option %s", a);
 			return fail(o, &e, EX_USAGE);
 		}
 	}
+	extra[nextra] = NULL;
 	if (image == NULL) {
-		sbx_err_set(&e, SBX_EUSAGE, 0, "create needs --image DIR");
+		sbx_err_set(&e, SBX_EUSAGE, 0,
+		            "create needs --image DIR (podman/docker: NAME or .tar)");
+		return fail(o, &e, EX_USAGE);
+	}
+	if (strcmp(runner, "podman") == 0 || strcmp(runner, "docker") == 0)
+		return create_container(o, runner, image, name, arch, extra);
+	if (strcmp(runner, "ns") != 0 || nextra > 0) {
+		sbx_err_set(&e, SBX_EUSAGE, 0, "create: --runner ns, podman or docker%s",
+		            nextra > 0 ? " (--engine-arg is for podman/docker)" : "");
 		return fail(o, &e, EX_USAGE);
 	}
 	struct sbx_ns_opts no = {.arch = arch, .agent_dir = o->agent_dir, .agent = o->agent};
@@ -107,6 +210,10 @@ static int cmd_status(const struct opts *o, int argc, char **argv)
 		sbx_err_set(&e, SBX_EUSAGE, 0, "status takes one NAME");
 		return fail(o, &e, EX_USAGE);
 	}
+	const char *cname;
+	const char *engine = engine_of(argv[0], &cname);
+	if (engine != NULL)
+		return status_container(o, engine, cname);
 	struct sbx_ns_status st;
 	if (sbx_ns_status(argv[0], &st, &e) != 0)
 		return fail(o, &e, class_exit(e.cls));
@@ -134,12 +241,17 @@ static int cmd_rm(const struct opts *o, int argc, char **argv)
 		return fail(o, &e, EX_USAGE);
 	}
 	int status = 0;
-	for (int i = 0; i < argc; i++)
-		if (sbx_ns_remove(argv[i], &e) != 0) {
+	for (int i = 0; i < argc; i++) {
+		const char *cname;
+		const char *engine = engine_of(argv[i], &cname);
+		int rc = engine != NULL ? sbx_podman_remove(engine, cname, &e)
+		                        : sbx_ns_remove(argv[i], &e);
+		if (rc != 0) {
 			int s = fail(o, &e, class_exit(e.cls));
 			if (status == 0)
 				status = s;
 		}
+	}
 	if (status == 0 && o->json) {
 		struct sbx_jw w;
 		sbx_jw_init(&w);

@@ -1,5 +1,5 @@
-/* Runner specs to channel argv templates: local, qemu:ARCH, ns:NAME, and --via command
- * lines. */
+/* Runner specs to channel argv templates: local, qemu:ARCH, ns:NAME, podman:NAME,
+ * docker:NAME, and --via command lines. */
 #include "runner.h"
 
 #include <errno.h>
@@ -9,6 +9,7 @@
 
 #include "arch.h"
 #include "ns.h"
+#include "podman.h"
 #include "sbx.h"
 
 static void free_words(char **w)
@@ -24,8 +25,17 @@ void sbx_runner_free(struct sbx_runner *r)
 {
 	free_words(r->argv);
 	free(r->agent);
+	sbx_session_close(r->session);
 	r->argv = NULL;
 	r->agent = NULL;
+	r->session = NULL;
+}
+
+struct sbx_session *sbx_runner_take_session(struct sbx_runner *r)
+{
+	struct sbx_session *s = r->session;
+	r->session = NULL;
+	return s;
 }
 
 int sbx_split_words(const char *line, char ***words, struct sbx_err *e)
@@ -113,6 +123,7 @@ int sbx_runner_from_spec(const char *spec, const char *agent_dir, const char *ag
 {
 	r->argv = NULL;
 	r->agent = NULL;
+	r->session = NULL;
 	char path[PATH_MAX];
 	if (strcmp(spec, "local") == 0) {
 		if (agent == NULL) {
@@ -147,9 +158,31 @@ int sbx_runner_from_spec(const char *spec, const char *agent_dir, const char *ag
 		free_words(words);
 		return rc;
 	}
+	if (strncmp(spec, "podman:", 7) == 0 || strncmp(spec, "docker:", 7) == 0) {
+		char engine[8];
+		memcpy(engine, spec, 6);
+		engine[6] = '\0';
+		char **words;
+		if (sbx_podman_argv(engine, spec + 7, &words, e) != 0)
+			return -1;
+		struct sbx_podman_inject info;
+		struct sbx_session *s = NULL;
+		int rc = agent != NULL
+		                 ? 0
+		                 : sbx_podman_open(engine, spec + 7, agent_dir, 30.0, &s, &info, e);
+		if (rc == 0)
+			rc = set(r, (const char *const *)words, agent != NULL ? agent : info.path,
+			         e);
+		free_words(words);
+		if (rc != 0)
+			sbx_session_close(s);
+		else
+			r->session = s;
+		return rc;
+	}
 	return sbx_err_set(e, SBX_EUSAGE, 0,
-	                   "unknown runner '%s' (this build has: local, qemu:ARCH, ns:NAME; or "
-	                   "--via)",
+	                   "unknown runner '%s' (this build has: local, qemu:ARCH, ns:NAME, "
+	                   "podman:NAME, docker:NAME; or --via)",
 	                   spec);
 }
 
@@ -157,6 +190,7 @@ int sbx_runner_from_via(const char *via, const char *agent, struct sbx_runner *r
 {
 	r->argv = NULL;
 	r->agent = NULL;
+	r->session = NULL;
 	char **words;
 	if (sbx_split_words(via, &words, e) != 0)
 		return -1;

@@ -1,22 +1,29 @@
 /* Runners: how the host reaches an agent. Each gives an exec channel as an argv template
  * (words may hold "{agent}") and the agent's path as the channel sees it. This issue's
  * runners: local (the agent as a local process), qemu:ARCH (through qemu-ARCH-static) and
- * ns:NAME (nsenter into a namespace sandbox made by sbx_ns_create, runner/ns.h); --via takes
- * any command line, e.g. 'podman exec -i SB {agent} serve'. */
+ * ns:NAME (nsenter into a namespace sandbox made by sbx_ns_create, runner/ns.h), podman:NAME
+ * and docker:NAME (ENGINE exec -i -u 0 NAME, the agent injected on first use: runner/podman.h);
+ * --via takes any command line, e.g. 'podman exec -i SB {agent} serve'. */
 #ifndef SBX_RUNNER_H
 #define SBX_RUNNER_H
 
 #include "err.h"
+#include "sbx.h"
 
 struct sbx_runner {
 	char **argv; /* NULL-terminated template */
 	char *agent; /* what {agent} becomes */
+	/* A session already open through argv (podman/docker: injection opens one to check the
+	 * agent's SHA-256); take it with sbx_runner_take_session, or sbx_runner_free closes it. */
+	struct sbx_session *session;
 };
 
-/* spec: "local", "qemu:ARCH" or "ns:NAME". agent_dir holds ARCH/sbx-agent; agent, when not
- * NULL, overrides the agent path (for ns:NAME, a path inside the sandbox; the default is the
- * copy injected at create, /.sbx/sbx-agent). ns:NAME fails with SBX_EUNAVAILABLE when the
- * sandbox is absent or stopped. */
+/* spec: "local", "qemu:ARCH", "ns:NAME", "podman:NAME" or "docker:NAME". agent_dir holds
+ * ARCH/sbx-agent; agent, when not NULL, overrides the agent path (for ns:NAME, a path inside the
+ * sandbox; the default is the copy injected at create, /.sbx/sbx-agent). ns:NAME fails with
+ * SBX_EUNAVAILABLE when the sandbox is absent or stopped. podman:NAME and docker:NAME inject the
+ * agent for the container's architecture from agent_dir (sbx_podman_open) and leave the checked
+ * session in r->session; with agent given, they use that path inside the container as it is. */
 int sbx_runner_from_spec(const char *spec, const char *agent_dir, const char *agent,
                          struct sbx_runner *r, struct sbx_err *e);
 
@@ -27,6 +34,9 @@ int sbx_runner_from_via(const char *via, const char *agent, struct sbx_runner *r
 
 /* Splits a line into words (the quoting above); *words is NULL-terminated and malloc'd. */
 int sbx_split_words(const char *line, char ***words, struct sbx_err *e);
+
+/* The session the runner opened, if any (NULL otherwise); the runner no longer owns it. */
+struct sbx_session *sbx_runner_take_session(struct sbx_runner *r);
 
 void sbx_runner_free(struct sbx_runner *r);
 

@@ -1,0 +1,719 @@
+/* podman:NAME and docker:NAME: container lifecycle (create, status, rm) and agent injection
+ * through the engine's CLI. Every engine call is one short-lived process run with
+ * sbx_run_capture; nothing here talks to a daemon socket. */
+#include "podman.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arch.h"
+#include "digest.h"
+#include "runner.h"
+
+#define ENGINE_TIMEOUT 120.0
+#define OUT_CAP (64 * 1024)
+
+static const char *const candidates[] = {"/tmp", "/dev/shm", "/var/tmp", "/run", "/"};
+
+static int check_engine(const char *engine, struct sbx_err *e)
+{
+	if (strcmp(engine, "podman") != 0 && strcmp(engine, "docker") != 0)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "unknown engine '%s' (podman or docker)",
+		                   engine);
+	return 0;
+}
+
+static int check_name(const char *name, struct sbx_err *e)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > 63 || name[0] == '.' || name[0] == '-')
+		return sbx_err_set(e, SBX_EUSAGE, 0, "bad container name '%s'", name);
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '.' || c == '-'))
+			return sbx_err_set(e, SBX_EUSAGE, 0, "bad container name '%s'", name);
+	}
+	return 0;
+}
+
+/* The engine's last non-empty output line, for error messages. */
+static const char *last_line(const struct sbx_proc_result *r, char *buf, size_t cap)
+{
+	buf[0] = '\0';
+	if (r->output == NULL)
+		return buf;
+	size_t end = r->len;
+	while (end > 0 && (r->output[end - 1] == '\n' || r->output[end - 1] == '\r'))
+		end--;
+	size_t start = end;
+	while (start > 0 && r->output[start - 1] != '\n')
+		start--;
+	size_t n = end - start < cap - 1 ? end - start : cap - 1;
+	memcpy(buf, r->output + start, n);
+	buf[n] = '\0';
+	return buf;
+}
+
+/* Runs ENGINE WORDS...; *ok is 1 when it exited 0. r must be freed by the caller. */
+static int run_engine(char *const argv[], struct sbx_proc_result *r, int *ok, struct sbx_err *e)
+{
+	if (sbx_run_capture(argv, ENGINE_TIMEOUT, OUT_CAP, r, e) != 0)
+		return -1;
+	*ok = r->how == SBX_PROC_EXITED && r->code == 0;
+	return 0;
+}
+
+static int engine_fail(struct sbx_proc_result *r, const char *what, struct sbx_err *e)
+{
+	char line[200];
+	last_line(r, line, sizeof line);
+	sbx_err_set(e, SBX_EUNAVAILABLE, 0, "%s failed: %s", what,
+	            line[0]                        ? line
+	            : r->how == SBX_PROC_TIMED_OUT ? "timed out"
+	                                           : "no output");
+	sbx_proc_result_free(r);
+	return -1;
+}
+
+/* Maps an engine's (Go) architecture name or an sbx name to an sbx architecture. */
+static const struct sbx_arch *arch_from_engine(const char *goarch)
+{
+	if (strcmp(goarch, "arm") == 0)
+		return sbx_arch_by_name("armv7");
+	if (strcmp(goarch, "386") == 0)
+		return sbx_arch_by_name("i386");
+	const struct sbx_arch *a = sbx_arch_by_name(goarch);
+	return a != NULL ? a : sbx_arch_by_machine(goarch);
+}
+
+static const char *goarch_of(const char *sbx)
+{
+	static const char *const map[][2] = {
+	        {"x86_64", "amd64"},    {"aarch64", "arm64"},   {"armv7", "arm"},  {"i386", "386"},
+	        {"riscv64", "riscv64"}, {"ppc64le", "ppc64le"}, {"s390x", "s390x"}};
+	for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+		if (strcmp(map[i][0], sbx) == 0)
+			return map[i][1];
+	return NULL;
+}
+
+static void trim(char *s)
+{
+	size_t n = strlen(s);
+	while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' '))
+		s[--n] = '\0';
+}
+
+/* The "arch=" line of build/images/NAME/.sbx-image for build/images/NAME.tar. */
+static void sidecar_arch(const char *tar, char *out, size_t cap)
+{
+	out[0] = '\0';
+	char path[PATH_MAX];
+	size_t n = strlen(tar);
+	if (n < 4 || n - 4 + sizeof "/.sbx-image" > sizeof path)
+		return;
+	memcpy(path, tar, n - 4);
+	strcpy(path + n - 4, "/.sbx-image");
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return;
+	char line[256];
+	while (fgets(line, sizeof line, f) != NULL)
+		if (strncmp(line, "arch=", 5) == 0) {
+			trim(line);
+			snprintf(out, cap, "%.15s", line + 5);
+			break;
+		}
+	fclose(f);
+}
+
+static int agent_for(const char *agent_dir, const char *arch, char *out, size_t cap,
+                     struct sbx_err *e)
+{
+	char dir[PATH_MAX];
+	if (agent_dir == NULL) {
+		if (sbx_agent_dir(dir, sizeof dir, e) != 0)
+			return -1;
+		agent_dir = dir;
+	}
+	return sbx_agent_path(agent_dir, arch, out, cap, e);
+}
+
+/* ---- create / status / remove ---- */
+
+#define MAXW 96
+
+struct words {
+	char *w[MAXW + 1];
+	char store[8192];
+	size_t n, used;
+};
+
+static void w_add(struct words *v, const char *s)
+{
+	size_t len = strlen(s) + 1;
+	if (v->n >= MAXW || v->used + len > sizeof v->store)
+		return; /* w_full() reports it */
+	memcpy(v->store + v->used, s, len);
+	v->w[v->n++] = v->store + v->used;
+	v->w[v->n] = NULL;
+	v->used += len;
+}
+
+static int w_full(const struct words *v)
+{
+	return v->n >= MAXW;
+}
+
+/* Global flags: podman here runs real containers only with runc and cgroupfs (crun fails on
+ * hybrid cgroups); $SBX_PODMAN_FLAGS replaces them. */
+static int w_engine(struct words *v, const char *engine, int globals, struct sbx_err *e)
+{
+	v->n = 0;
+	v->used = 0;
+	v->w[0] = NULL;
+	w_add(v, engine);
+	if (!globals || strcmp(engine, "podman") != 0)
+		return 0;
+	const char *env = getenv("SBX_PODMAN_FLAGS");
+	if (env == NULL) {
+		w_add(v, "--runtime");
+		w_add(v, "runc");
+		w_add(v, "--cgroup-manager");
+		w_add(v, "cgroupfs");
+		return 0;
+	}
+	char **split = NULL;
+	if (env[0] != '\0' && sbx_split_words(env, &split, e) != 0)
+		return -1;
+	for (char **p = split; p != NULL && *p != NULL; p++) {
+		w_add(v, *p);
+		free(*p);
+	}
+	free(split);
+	return 0;
+}
+
+/* --ulimit no higher than the caller's limits: the engine's defaults are higher than what
+ * this machine's hard limits allow, and the container then fails to start. nproc is also
+ * capped at 4096 (a sandbox needs no more; here runc refused 65536 while the caller's limit
+ * was 96365), nofile at 65536. */
+static void w_ulimits(struct words *v)
+{
+	static const struct {
+		int res;
+		const char *name;
+		unsigned long long cap;
+	} lim[] = {{RLIMIT_NOFILE, "nofile", 65536}, {RLIMIT_NPROC, "nproc", 4096}};
+	for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++) {
+		struct rlimit rl;
+		unsigned long long n = lim[i].cap;
+		if (getrlimit(lim[i].res, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+		    (unsigned long long)rl.rlim_cur < n)
+			n = (unsigned long long)rl.rlim_cur;
+		char buf[80];
+		snprintf(buf, sizeof buf, "%s=%llu:%llu", lim[i].name, n, n);
+		w_add(v, "--ulimit");
+		w_add(v, buf);
+	}
+}
+
+static int image_arch(const char *engine, const char *image, char *out, size_t cap,
+                      struct sbx_err *e)
+{
+	struct words v;
+	if (w_engine(&v, engine, 0, e) != 0)
+		return -1;
+	w_add(&v, "image");
+	w_add(&v, "inspect");
+	w_add(&v, "--format");
+	w_add(&v, "{{.Architecture}}");
+	w_add(&v, image);
+	struct sbx_proc_result r;
+	int ok;
+	if (run_engine(v.w, &r, &ok, e) != 0)
+		return -1;
+	if (!ok)
+		return engine_fail(&r, "image inspect", e);
+	char line[64];
+	snprintf(line, sizeof line, "%s", r.output);
+	sbx_proc_result_free(&r);
+	trim(line);
+	const struct sbx_arch *a = arch_from_engine(line);
+	if (a == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "image %s: no agent for architecture '%s'",
+		                   image, line);
+	snprintf(out, cap, "%s", a->name);
+	return 0;
+}
+
+static void remove_quiet(const char *engine, const char *name)
+{
+	struct sbx_err e;
+	sbx_podman_remove(engine, name, &e);
+}
+
+int sbx_podman_create(const char *engine, const char *image, const char *name,
+                      const struct sbx_podman_create_opts *o, char *name_out, size_t cap,
+                      struct sbx_err *e)
+{
+	struct sbx_podman_create_opts none = {0};
+	if (o == NULL)
+		o = &none;
+	if (check_engine(engine, e) != 0)
+		return -1;
+	char gen[32];
+	if (name == NULL) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		unsigned x = (unsigned)ts.tv_nsec ^ ((unsigned)getpid() << 12);
+		snprintf(gen, sizeof gen, "sbx-%06x", x & 0xffffff);
+		name = gen;
+	}
+	if (check_name(name, e) != 0)
+		return -1;
+	char arch[16] = "", tag[128];
+	size_t ilen = strlen(image);
+	struct words v;
+	struct sbx_proc_result r;
+	int ok;
+	if (o->arch != NULL) {
+		const struct sbx_arch *a = arch_from_engine(o->arch);
+		if (a == NULL)
+			return sbx_err_set(e, SBX_EUSAGE, 0, "unknown architecture '%s'", o->arch);
+		snprintf(arch, sizeof arch, "%s", a->name);
+	}
+	if (ilen > 4 && strcmp(image + ilen - 4, ".tar") == 0) {
+		if (access(image, R_OK) != 0)
+			return sbx_err_set(e, SBX_EUSAGE, errno, "image tarball %s", image);
+		const char *base = strrchr(image, '/');
+		base = base != NULL ? base + 1 : image;
+		if (snprintf(tag, sizeof tag, "sbx-%.*s", (int)(strlen(base) - 4), base) >=
+		    (int)sizeof tag)
+			return sbx_err_set(e, SBX_EUSAGE, 0, "image name too long");
+		if (arch[0] == '\0')
+			sidecar_arch(image, arch, sizeof arch);
+		if (w_engine(&v, engine, 0, e) != 0)
+			return -1;
+		w_add(&v, "import");
+		const char *ga = arch[0] ? goarch_of(arch) : NULL;
+		char plat[48];
+		if (ga != NULL && strcmp(engine, "podman") == 0) {
+			w_add(&v, "--arch");
+			w_add(&v, ga);
+		} else if (ga != NULL) {
+			snprintf(plat, sizeof plat, "linux/%s", ga);
+			w_add(&v, "--platform");
+			w_add(&v, plat);
+		}
+		w_add(&v, image);
+		w_add(&v, tag);
+		if (run_engine(v.w, &r, &ok, e) != 0)
+			return -1;
+		if (!ok)
+			return engine_fail(&r, "import", e);
+		sbx_proc_result_free(&r);
+		image = tag;
+	}
+	if (arch[0] == '\0' && image_arch(engine, image, arch, sizeof arch, e) != 0)
+		return -1;
+	char agent[PATH_MAX];
+	if (o->agent != NULL)
+		snprintf(agent, sizeof agent, "%s", o->agent);
+	else if (agent_for(o->agent_dir, arch, agent, sizeof agent, e) != 0)
+		return -1;
+
+	char label[64], target[160];
+	snprintf(label, sizeof label, "sbx.arch=%s", arch);
+	if (w_engine(&v, engine, 1, e) != 0)
+		return -1;
+	w_add(&v, "create");
+	w_add(&v, "--name");
+	w_add(&v, name);
+	w_add(&v, "--network");
+	w_add(&v, "none");
+	w_add(&v, "--label");
+	w_add(&v, label);
+	w_ulimits(&v);
+	w_add(&v, "--entrypoint");
+	w_add(&v, SBX_PODMAN_INIT);
+	for (const char *const *x = o->extra; x != NULL && *x != NULL; x++)
+		w_add(&v, *x);
+	w_add(&v, image);
+	w_add(&v, "init");
+	if (w_full(&v))
+		return sbx_err_set(e, SBX_EUSAGE, 0, "create: too many engine arguments");
+	if (run_engine(v.w, &r, &ok, e) != 0)
+		return -1;
+	if (!ok) {
+		char line[200];
+		last_line(&r, line, sizeof line);
+		int taken = strstr(line, "already in use") != NULL;
+		sbx_proc_result_free(&r);
+		return sbx_err_set(e, taken ? SBX_EUSAGE : SBX_EUNAVAILABLE, 0,
+		                   "create %s failed: %s", name, line);
+	}
+	sbx_proc_result_free(&r);
+
+	snprintf(target, sizeof target, "%s:%s", name, SBX_PODMAN_INIT);
+	w_engine(&v, engine, 0, e);
+	w_add(&v, "cp");
+	w_add(&v, agent);
+	w_add(&v, target);
+	if (run_engine(v.w, &r, &ok, e) != 0 || (!ok && engine_fail(&r, "cp (init)", e) != 0)) {
+		remove_quiet(engine, name);
+		return -1;
+	}
+	sbx_proc_result_free(&r);
+	w_engine(&v, engine, 1, e);
+	w_add(&v, "start");
+	w_add(&v, name);
+	if (run_engine(v.w, &r, &ok, e) != 0 || (!ok && engine_fail(&r, "start", e) != 0)) {
+		remove_quiet(engine, name);
+		return -1;
+	}
+	sbx_proc_result_free(&r);
+	if (name_out != NULL && cap > 0)
+		snprintf(name_out, cap, "%s", name);
+	return 0;
+}
+
+static int is_absent(const char *line)
+{
+	return strstr(line, "no such container") != NULL || strstr(line, "No such container") ||
+	       strstr(line, "no such object") != NULL || strstr(line, "No such object") != NULL;
+}
+
+int sbx_podman_status(const char *engine, const char *name, struct sbx_podman_status *st,
+                      struct sbx_err *e)
+{
+	memset(st, 0, sizeof *st);
+	if (check_engine(engine, e) != 0 || check_name(name, e) != 0)
+		return -1;
+	struct words v;
+	w_engine(&v, engine, 0, e);
+	w_add(&v, "inspect");
+	w_add(&v, "--type");
+	w_add(&v, "container");
+	w_add(&v, "--format");
+	w_add(&v, "{{.State.Status}}\t{{.Id}}\t{{.Config.Image}}\t{{index .Config.Labels "
+	          "\"sbx.arch\"}}");
+	w_add(&v, name);
+	struct sbx_proc_result r;
+	int ok;
+	if (run_engine(v.w, &r, &ok, e) != 0)
+		return -1;
+	char line[512];
+	last_line(&r, line, sizeof line);
+	if (!ok) {
+		if (is_absent(line)) {
+			sbx_proc_result_free(&r);
+			snprintf(st->state, sizeof st->state, "absent");
+			return 0;
+		}
+		return engine_fail(&r, "inspect", e);
+	}
+	sbx_proc_result_free(&r);
+	char *f[4] = {line, NULL, NULL, NULL};
+	for (int i = 1; i < 4; i++) {
+		char *tab = f[i - 1] != NULL ? strchr(f[i - 1], '\t') : NULL;
+		if (tab != NULL) {
+			*tab = '\0';
+			f[i] = tab + 1;
+		}
+	}
+	st->exists = 1;
+	snprintf(st->state, sizeof st->state, "%.31s", f[0]);
+	snprintf(st->id, sizeof st->id, "%s", f[1] ? f[1] : "");
+	snprintf(st->image, sizeof st->image, "%s", f[2] ? f[2] : "");
+	snprintf(st->arch, sizeof st->arch, "%s",
+	         f[3] && strcmp(f[3], "<no value>") != 0 ? f[3] : "");
+	return 0;
+}
+
+/* ---- injection hints: $SBX_PODMAN_DIR/ENGINE-NAME holds "ID PATH" ---- */
+
+static int hint_path(const char *engine, const char *name, char *out, size_t cap)
+{
+	const char *dir = getenv("SBX_PODMAN_DIR");
+	if (dir == NULL || dir[0] == '\0')
+		dir = "/run/sbx/podman";
+	return (size_t)snprintf(out, cap, "%s/%s-%s", dir, engine, name) >= cap ? -1 : 0;
+}
+
+static void hint_read(const char *engine, const char *name, const char *id, char *out, size_t cap)
+{
+	out[0] = '\0';
+	char p[PATH_MAX], line[512];
+	if (hint_path(engine, name, p, sizeof p) != 0)
+		return;
+	FILE *f = fopen(p, "r");
+	if (f == NULL)
+		return;
+	if (fgets(line, sizeof line, f) != NULL) {
+		trim(line);
+		char *sp = strchr(line, ' ');
+		if (sp != NULL) {
+			*sp = '\0';
+			if (strcmp(line, id) == 0 && sp[1] == '/')
+				snprintf(out, cap, "%s", sp + 1);
+		}
+	}
+	fclose(f);
+}
+
+static void mkdirs(char *p)
+{
+	for (char *s = p + 1; *s != '\0'; s++)
+		if (*s == '/') {
+			*s = '\0';
+			mkdir(p, 0700);
+			*s = '/';
+		}
+}
+
+/* Best effort: the hint only saves a few engine calls next time. */
+static void hint_write(const char *engine, const char *name, const char *id, const char *path)
+{
+	char p[PATH_MAX], tmp[PATH_MAX + 16];
+	if (hint_path(engine, name, p, sizeof p) != 0)
+		return;
+	mkdirs(p);
+	snprintf(tmp, sizeof tmp, "%s.%ld", p, (long)getpid());
+	FILE *f = fopen(tmp, "w");
+	if (f == NULL)
+		return;
+	int ok = fprintf(f, "%s %s\n", id, path) > 0;
+	ok = fclose(f) == 0 && ok;
+	if (!ok || rename(tmp, p) != 0)
+		unlink(tmp);
+}
+
+int sbx_podman_remove(const char *engine, const char *name, struct sbx_err *e)
+{
+	if (check_engine(engine, e) != 0 || check_name(name, e) != 0)
+		return -1;
+	char p[PATH_MAX];
+	if (hint_path(engine, name, p, sizeof p) == 0)
+		unlink(p);
+	struct words v;
+	w_engine(&v, engine, 0, e);
+	w_add(&v, "rm");
+	w_add(&v, "-f");
+	if (strcmp(engine, "podman") == 0) {
+		w_add(&v, "-t");
+		w_add(&v, "0");
+	}
+	w_add(&v, name);
+	struct sbx_proc_result r;
+	int ok;
+	if (run_engine(v.w, &r, &ok, e) != 0)
+		return -1;
+	char line[256];
+	last_line(&r, line, sizeof line);
+	if (!ok && !is_absent(line))
+		return engine_fail(&r, "rm", e);
+	sbx_proc_result_free(&r);
+	return 0;
+}
+
+/* ---- injection ---- */
+
+int sbx_podman_argv(const char *engine, const char *name, char ***argv_template, struct sbx_err *e)
+{
+	if (check_engine(engine, e) != 0 || check_name(name, e) != 0)
+		return -1;
+	const char *w[] = {engine, "exec", "-i", "-u", "0", name, "{agent}", "serve", NULL};
+	size_t n = sizeof w / sizeof w[0];
+	char **out = calloc(n, sizeof *out);
+	int ok = out != NULL;
+	for (size_t i = 0; ok && w[i] != NULL; i++)
+		ok = (out[i] = strdup(w[i])) != NULL;
+	if (!ok) {
+		for (size_t i = 0; out != NULL && out[i] != NULL; i++)
+			free(out[i]);
+		free(out);
+		return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "runner");
+	}
+	*argv_template = out;
+	return 0;
+}
+
+static int file_sha256(const char *path, uint8_t out[SBX_SHA256_LEN], struct sbx_err *e)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return sbx_err_set(e, SBX_EUSAGE, errno, "open %s", path);
+	struct sbx_sha256 h;
+	sbx_sha256_init(&h);
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(fd, buf, sizeof buf)) > 0)
+		sbx_sha256_update(&h, buf, (size_t)n);
+	int err = errno;
+	close(fd);
+	if (n < 0)
+		return sbx_err_set(e, SBX_EUSAGE, err, "read %s", path);
+	sbx_sha256_final(&h, out);
+	return 0;
+}
+
+/* Opens a session to path; 1 when it answered with the expected digest, 0 when not (the
+ * session is closed), -1 only on an allocation failure. */
+static int try_open(char *const *tmpl, const char *path, double timeout_s,
+                    const uint8_t want[SBX_SHA256_LEN], struct sbx_session **s)
+{
+	struct sbx_err e;
+	*s = NULL;
+	if (sbx_session_open(s, tmpl, path, timeout_s, &e) != 0) {
+		*s = NULL;
+		return 0;
+	}
+	if (memcmp(sbx_session_hello(*s)->sha256, want, SBX_SHA256_LEN) == 0)
+		return 1;
+	sbx_session_close(*s);
+	*s = NULL;
+	return 0;
+}
+
+/* ENGINE exec -i -u 0 NAME sh -c 'cat > tmp && chmod 0755 tmp && mv -f tmp final' with the
+ * agent on stdin: for engines or containers where `cp` fails. 0 when it exited 0. */
+static int stream_copy(const char *engine, const char *name, const char *local, const char *dst)
+{
+	int fd = open(local, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	const char *script = "t=\"$1.$$\" && cat > \"$t\" && chmod 0755 \"$t\" && mv -f \"$t\" "
+	                     "\"$1\" || { rm -f \"$t\"; exit 1; }";
+	char *argv[] = {(char *)engine, "exec", "-i",           "-u", "0",         (char *)name,
+	                "sh",           "-c",   (char *)script, "sh", (char *)dst, NULL};
+	pid_t pid = fork();
+	if (pid < 0) {
+		close(fd);
+		return -1;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		if (dup2(fd, 0) < 0 || null < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+			_exit(127);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(fd);
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+static int native_copy(const char *engine, const char *name, const char *local, const char *dst)
+{
+	char target[512];
+	snprintf(target, sizeof target, "%s:%s", name, dst);
+	char *argv[] = {(char *)engine, "cp", (char *)local, target, NULL};
+	struct sbx_proc_result r;
+	struct sbx_err e;
+	int ok;
+	if (run_engine(argv, &r, &ok, &e) != 0)
+		return -1;
+	sbx_proc_result_free(&r);
+	return ok ? 0 : -1;
+}
+
+int sbx_podman_open(const char *engine, const char *name, const char *agent_dir, double timeout_s,
+                    struct sbx_session **s, struct sbx_podman_inject *info, struct sbx_err *e)
+{
+	struct sbx_podman_inject dummy;
+	if (info == NULL)
+		info = &dummy;
+	memset(info, 0, sizeof *info);
+	*s = NULL;
+	struct sbx_podman_status st;
+	if (sbx_podman_status(engine, name, &st, e) != 0)
+		return -1;
+	if (!st.exists)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, 0, "%s container %s is absent", engine,
+		                   name);
+	if (strcmp(st.state, "running") != 0)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, 0, "%s container %s is %s", engine, name,
+		                   st.state);
+	char arch[16];
+	if (st.arch[0] != '\0') {
+		const struct sbx_arch *a = arch_from_engine(st.arch);
+		if (a == NULL)
+			return sbx_err_set(e, SBX_EUSAGE, 0,
+			                   "container %s: unknown arch label '%s'", name, st.arch);
+		snprintf(arch, sizeof arch, "%s", a->name);
+	} else if (image_arch(engine, st.image, arch, sizeof arch, e) != 0) {
+		return -1;
+	}
+	char local[PATH_MAX];
+	if (agent_for(agent_dir, arch, local, sizeof local, e) != 0)
+		return -1;
+	uint8_t want[SBX_SHA256_LEN];
+	if (file_sha256(local, want, e) != 0)
+		return -1;
+	char fname[32];
+	snprintf(fname, sizeof fname, ".sbx-agent-");
+	for (int i = 0; i < 6; i++)
+		snprintf(fname + 11 + 2 * i, 3, "%02x", want[i]);
+	char **tmpl;
+	if (sbx_podman_argv(engine, name, &tmpl, e) != 0)
+		return -1;
+
+	/* Where it probably is: the hint, else the first candidate. */
+	char hint[256];
+	hint_read(engine, name, st.id, hint, sizeof hint);
+	if (hint[0] == '\0')
+		snprintf(hint, sizeof hint, "%s/%s", candidates[0], fname);
+	int rc = -1;
+	info->tries++;
+	if (try_open(tmpl, hint, timeout_s, want, s) == 1) {
+		snprintf(info->path, sizeof info->path, "%s", hint);
+		info->how = SBX_PODMAN_REUSED;
+		rc = 0;
+		goto out;
+	}
+	const char *mode = getenv("SBX_PODMAN_COPY");
+	int stream_only = mode != NULL && strcmp(mode, "stream") == 0;
+	for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
+		char dst[256];
+		snprintf(dst, sizeof dst, "%s/%s",
+		         strcmp(candidates[i], "/") == 0 ? "" : candidates[i], fname);
+		enum sbx_podman_how how = SBX_PODMAN_COPIED;
+		if (stream_only || native_copy(engine, name, local, dst) != 0) {
+			if (stream_copy(engine, name, local, dst) != 0)
+				continue; /* not writable here (or no shell either) */
+			how = SBX_PODMAN_STREAMED;
+		}
+		info->tries++;
+		if (try_open(tmpl, dst, timeout_s, want, s) == 1) {
+			snprintf(info->path, sizeof info->path, "%s", dst);
+			info->how = how;
+			hint_write(engine, name, st.id, dst);
+			rc = 0;
+			goto out;
+		}
+	}
+	sbx_err_set(e, SBX_EUNAVAILABLE, 0,
+	            "could not inject the agent into %s container %s: no place among /tmp "
+	            "/dev/shm /var/tmp /run / was writable and executable",
+	            engine, name);
+out:
+	for (char **p = tmpl; *p != NULL; p++)
+		free(*p);
+	free(tmpl);
+	return rc;
+}

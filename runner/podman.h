@@ -1,0 +1,84 @@
+/* The podman and docker runners: OCI containers reached with `ENGINE exec -i -u 0 NAME {agent}
+ * serve`, the agent injected on first use with the engine's native copy (`ENGINE cp`, no shell
+ * needed) or, where that fails, streamed through `sh -c 'cat > ...'`. Also the container
+ * lifecycle behind `sbx sandbox create --runner podman`. See docs/runners.md.
+ *
+ * ENGINE is "podman" or "docker"; both share this code. Only podman runs on the build machine:
+ * the docker argv is built the same way but untested there. */
+#ifndef SBX_PODMAN_H
+#define SBX_PODMAN_H
+
+#include <stddef.h>
+
+#include "err.h"
+#include "sbx.h"
+
+/* Where sbx_podman_create puts the agent that runs as the container's PID 1 (`init`). */
+#define SBX_PODMAN_INIT "/.sbx-init"
+
+struct sbx_podman_create_opts {
+	const char *arch;         /* sbx architecture name; NULL: the "arch=" line of the
+	                             .sbx-image beside a tarball (build/images/NAME/), else the
+	                             image's own Architecture */
+	const char *agent_dir;    /* holds ARCH/sbx-agent; NULL: sbx_agent_dir() */
+	const char *agent;        /* an explicit agent binary for init; NULL: from agent_dir */
+	const char *const *extra; /* NULL-terminated words added to `ENGINE create` (e.g.
+	                             "--tmpfs=/tmp:rw,noexec"); may be NULL */
+};
+
+/* Creates and starts a container named name (NULL: "sbx-XXXXXX"; written to name_out) from
+ * image: an image name, or a path ending in ".tar" which is first imported as
+ * sbx-<basename without .tar>. The container runs `/.sbx-init init` (the agent, copied in
+ * with `ENGINE cp` before start) as PID 1, so images without a shell work; it has no network,
+ * the label sbx.arch=ARCH, and, with podman, runc + cgroupfs and ulimits equal to the
+ * caller's (see docs/runners.md; $SBX_PODMAN_FLAGS replaces the global flags).
+ * A failed create removes what it made. SBX_EUSAGE: bad name or image; SBX_EUNAVAILABLE: the
+ * engine failed. */
+int sbx_podman_create(const char *engine, const char *image, const char *name,
+                      const struct sbx_podman_create_opts *o, char *name_out, size_t cap,
+                      struct sbx_err *e);
+
+struct sbx_podman_status {
+	int exists;
+	char state[32]; /* the engine's: running, exited, created, paused, ... */
+	char id[80];
+	char image[256];
+	char arch[16]; /* the sbx.arch label; empty when the container has none */
+};
+
+/* An absent container is a success with exists == 0. */
+int sbx_podman_status(const char *engine, const char *name, struct sbx_podman_status *st,
+                      struct sbx_err *e);
+
+/* `ENGINE rm -f` (no grace: its init kills everything on SIGTERM anyway); an absent container
+ * is a success. Also drops the injection hint kept for it. */
+int sbx_podman_remove(const char *engine, const char *name, struct sbx_err *e);
+
+enum sbx_podman_how {
+	SBX_PODMAN_REUSED = 0,   /* an agent with the same SHA-256 was already there */
+	SBX_PODMAN_COPIED = 1,   /* ENGINE cp */
+	SBX_PODMAN_STREAMED = 2, /* through sh -c 'cat > ...' over the exec channel */
+};
+
+struct sbx_podman_inject {
+	char path[256]; /* the agent inside the container */
+	enum sbx_podman_how how;
+	int tries; /* channels opened to get there */
+};
+
+/* Opens a session to the agent in a running container, injecting it first when needed: the
+ * local agent for the container's architecture (label sbx.arch, else its image's) goes to
+ * DIR/.sbx-agent-<first 12 hex of its SHA-256> in the first of /tmp, /dev/shm, /var/tmp,
+ * /run, / where it can be written and executed; a copy already there is used when HELLO's
+ * SHA-256 equals the local file's, and replaced otherwise. The place found is remembered in
+ * $SBX_PODMAN_DIR (default /run/sbx/podman) as a hint for the next connection. agent_dir:
+ * NULL for sbx_agent_dir(). $SBX_PODMAN_COPY=stream skips ENGINE cp (for tests).
+ * SBX_EUNAVAILABLE: the container is absent or not running, or nothing worked. */
+int sbx_podman_open(const char *engine, const char *name, const char *agent_dir, double timeout_s,
+                    struct sbx_session **s, struct sbx_podman_inject *info, struct sbx_err *e);
+
+/* The exec channel template: {ENGINE, "exec", "-i", "-u", "0", NAME, "{agent}", "serve"}
+ * (never -t: a tty rewrites the frames). Malloc'd words in a malloc'd, NULL-terminated array. */
+int sbx_podman_argv(const char *engine, const char *name, char ***argv_template, struct sbx_err *e);
+
+#endif
