@@ -30,7 +30,7 @@ die() {
 	exit 1
 }
 S() { "$sbx" --runner local "$@"; }
-agent=$(dirname "$sbx")/../agent/x86_64/sbx-agent
+agent=${SBX_AGENT_DIR:-$(dirname "$sbx")/../agent}/x86_64/sbx-agent
 # Through the cutter: V CUTTER-ARGS SBX-ARGS...
 V() {
 	local c=$1

@@ -17,7 +17,7 @@ mount --make-rprivate /
 w=$(mktemp -d /tmp/sbx-bench-XXXXXX)
 mount -t tmpfs -o size=12g tmpfs "$w"
 trap 'cd /; umount -l "$w"; rmdir "$w"' EXIT
-agent=$(dirname "$sbx")/../agent/x86_64/sbx-agent
+agent=${SBX_AGENT_DIR:-$(dirname "$sbx")/../agent}/x86_64/sbx-agent
 
 now() { date +%s.%N; }
 secs() { # command...: prints its wall time
