@@ -657,9 +657,12 @@ static int session_exec(struct sbx_session *s, const struct sbx_json *req, int i
 	int rc = -1;
 	size_t n, ne = 0;
 	if (is_sh) {
+		/* "command" is the reference's exec_as_root parameter; "cmd" ours. */
 		x.shell = jstr(req, "cmd");
+		if (x.shell == NULL)
+			x.shell = jstr(req, "command");
 		if (x.shell == NULL) {
-			sbx_err_set(e, SBX_EUSAGE, 0, "sh needs \"cmd\"");
+			sbx_err_set(e, SBX_EUSAGE, 0, "sh needs \"cmd\" (or \"command\")");
 			goto out;
 		}
 	} else {

@@ -174,7 +174,8 @@ printf '%s\n' \
 	"{\"id\":4,\"op\":\"exec_as_root\",\"command\":\"id -u\"}" \
 	"{\"id\":5,\"op\":\"remote_kind\",\"path\":\"$sb/none\"}" | S session >"$w/j.out"
 grep -q '"id":1,"ok":true' "$w/j.out" && grep -q '"id":2,"ok":true,"kind":"file"' "$w/j.out" &&
-	grep -q '"id":3,"ok":true,"kind":"dir"' "$w/j.out" && grep -q '"id":5,"ok":true,"kind":null' "$w/j.out" ||
+	grep -q '"id":3,"ok":true,"kind":"dir"' "$w/j.out" && grep -q '"id":5,"ok":true,"kind":null' "$w/j.out" &&
+	grep -q '"id":4,"ok":true,"outcome":"exited","code":0,"user_fallback":false,.*"stdout":"0\\n"' "$w/j.out" ||
 	{ cat "$w/j.out"; die "JSON lines"; }
 [ "$(cat "$w/j/f")" = new ] || die "JSON download_path"
 ok "session: upload_dir, remote_kind, download_path, exec_as_root as JSON lines"
