@@ -151,6 +151,16 @@ for a in $SBX_ARCHES; do
 		\$sbx stat /proc/self | grep -q symlink &&
 		[ \"\$(\$sbx exec -- echo smoke)\" = smoke ] &&
 		{ \$sbx sh 'exit 9'; [ \$? = 9 ]; }"
+	# Transfers through this architecture's agent (byte order, word size): a set-uid file, a
+	# symlink and a folder up and back, the same SHA-256 on both ends.
+	one "$a: transfer round trip (upload-dir, download-dir --links keep)" sh -c "
+		t=\$(mktemp -d /tmp/sbx-xarch-XXXXXX) && trap 'rm -rf \$t' EXIT &&
+		sbx='$hostdir/sbx --runner qemu:$a' &&
+		mkdir -p \$t/src/d && echo x >\$t/src/d/f && chmod 4750 \$t/src/d/f && ln -s d/f \$t/src/l &&
+		\$sbx --json upload-dir \$t/src \$t/sb >\$t/up && [ \$(stat -c %a \$t/sb/d/f) = 4750 ] &&
+		\$sbx --json download-dir --links keep \$t/sb \$t/back >\$t/down &&
+		[ \$(readlink \$t/back/l) = d/f ] && [ \$(cat \$t/back/d/f) = x ] &&
+		[ \$(sed 's/.*sha256.:.\\([0-9a-f]*\\).*/\\1/' \$t/up) = \$(sed 's/.*sha256.:.\\([0-9a-f]*\\).*/\\1/' \$t/down) ]"
 done
 one "sbx selftest runs every agent" "$hostdir/sbx" --agent-dir "$top/build/agent" selftest all
 
