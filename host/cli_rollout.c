@@ -21,6 +21,7 @@
 #include "cli.h"
 #include "arch.h"
 #include "ns.h"
+#include "podman.h"
 #include "runner.h"
 
 struct phase {
@@ -30,6 +31,7 @@ struct phase {
 
 struct rollout {
 	const char *task, *image, *verifier_image, *user, *out_arg;
+	int podman; /* --runner podman: containers instead of namespace sandboxes */
 	double timeout, verify_timeout;
 	char out[PATH_MAX + 64];
 	char agent_sb[64], verifier_sb[64];
@@ -66,6 +68,37 @@ static void phase(struct rollout *r, const char *name)
 	r->t0 = t;
 	if (r->progress)
 		fprintf(stderr, "  %-28s %8.3f s\n", name, r->phases[r->nphases - 1].seconds);
+}
+
+/* The two kinds of sandbox a rollout can use: ns (the default) and podman. */
+static int sb_create(const struct rollout *r, const char *image, char *name, size_t cap,
+                     struct sbx_err *e)
+{
+	if (r->podman) {
+		struct sbx_podman_create_opts po = {0};
+		return sbx_podman_create("podman", image, NULL, &po, name, cap, e);
+	}
+	struct sbx_ns_opts no = {0};
+	return sbx_ns_create(image, NULL, &no, name, cap, e);
+}
+
+static void sb_remove(const struct rollout *r, const char *name)
+{
+	struct sbx_err e;
+	if (r->podman)
+		sbx_podman_remove("podman", name, &e);
+	else
+		sbx_ns_remove(name, &e);
+}
+
+static int open_ns(const char *name, struct sbx_session **s, struct sbx_err *e);
+
+static int sb_open(const struct rollout *r, const char *name, struct sbx_session **s,
+                   struct sbx_err *e)
+{
+	if (r->podman)
+		return sbx_podman_open("podman", name, NULL, 30, s, NULL, e);
+	return open_ns(name, s, e);
 }
 
 static int open_ns(const char *name, struct sbx_session **s, struct sbx_err *e)
@@ -335,11 +368,10 @@ static int episode(struct rollout *r, struct sbx_err *e)
 {
 	char p[PATH_MAX + 96];
 	struct sbx_session *s = NULL;
-	struct sbx_ns_opts no = {0};
 	/* The agent's sandbox. */
-	if (sbx_ns_create(r->image, NULL, &no, r->agent_sb, sizeof r->agent_sb, e) != 0)
+	if (sb_create(r, r->image, r->agent_sb, sizeof r->agent_sb, e) != 0)
 		return -1;
-	if (open_ns(r->agent_sb, &s, e) != 0)
+	if (sb_open(r, r->agent_sb, &s, e) != 0)
 		return -1;
 	phase(r, "agent_sandbox");
 	snprintf(p, sizeof p, "%s/agent", r->task);
@@ -363,14 +395,12 @@ static int episode(struct rollout *r, struct sbx_err *e)
 		*e = r->collect_err;
 		return -1;
 	}
-	struct sbx_err e2;
-	sbx_ns_remove(r->agent_sb, &e2);
+	sb_remove(r, r->agent_sb);
 	r->agent_sb[0] = '\0';
 	phase(r, "agent_sandbox_rm");
 	/* A clean verifier sandbox: the tests, then the agent's artifacts byte for byte. */
-	if (sbx_ns_create(r->verifier_image, NULL, &no, r->verifier_sb, sizeof r->verifier_sb, e) !=
-	            0 ||
-	    open_ns(r->verifier_sb, &s, e) != 0)
+	if (sb_create(r, r->verifier_image, r->verifier_sb, sizeof r->verifier_sb, e) != 0 ||
+	    sb_open(r, r->verifier_sb, &s, e) != 0)
 		return -1;
 	phase(r, "verifier_sandbox");
 	snprintf(p, sizeof p, "%s/tests", r->task);
@@ -432,6 +462,9 @@ int cli_rollout(const struct opts *o, int argc, char **argv)
 			r.user = v;
 		else if (strcmp(argv[i], "--out") == 0)
 			r.out_arg = v;
+		else if (strcmp(argv[i], "--runner") == 0 &&
+		         (strcmp(v, "ns") == 0 || strcmp(v, "podman") == 0))
+			r.podman = v[0] == 'p';
 		else if (strcmp(argv[i], "--timeout") == 0)
 			r.timeout = atof(v);
 		else if (strcmp(argv[i], "--verify-timeout") == 0)
@@ -454,8 +487,8 @@ int cli_rollout(const struct opts *o, int argc, char **argv)
 		char dir[PATH_MAX];
 		if (sbx_agent_dir(dir, sizeof dir, &e) != 0)
 			return fail(o, &e, EX_USAGE);
-		snprintf(def_image, sizeof def_image, "%s/../images/busybox-%s", dir,
-		         sbx_arch_self());
+		snprintf(def_image, sizeof def_image, "%s/../images/busybox-%s%s", dir,
+		         sbx_arch_self(), r.podman ? ".tar" : "");
 		r.image = def_image;
 	}
 	if (r.verifier_image == NULL)
@@ -481,11 +514,10 @@ int cli_rollout(const struct opts *o, int argc, char **argv)
 	r.t0 = now_s();
 	int rc = episode(&r, &e);
 	/* Both sandboxes go, whatever happened. */
-	struct sbx_err e2;
 	if (r.agent_sb[0] != '\0')
-		sbx_ns_remove(r.agent_sb, &e2);
+		sb_remove(&r, r.agent_sb);
 	if (r.verifier_sb[0] != '\0')
-		sbx_ns_remove(r.verifier_sb, &e2);
+		sb_remove(&r, r.verifier_sb);
 	phase(&r, "close");
 	summary(o, &r, rc == 0 ? NULL : &e);
 	return rc == 0 ? 0 : class_exit(e.cls);

@@ -3,7 +3,8 @@
 # the example task (reward 1, the harness's escaping process terminated and witnessed, the
 # artifacts replayed with the same SHA-256, both sandboxes removed); a harness past its
 # deadline (trigger deadline, artifacts still collected, reward 0); a task whose verifier is
-# missing (no reward, sandboxes removed). Needs root and `make images`.
+# missing (no reward, sandboxes removed); the example on podman containers. Needs root,
+# `make images` and podman.
 set -euo pipefail
 sbx=$(realpath "$1")
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -49,4 +50,12 @@ rc=0
 [ "$(j "$w/r3.json" 'd["reward"]')" = None ] || die "a reward without a verifier"
 [ -z "$("$sbx" sandbox ls)" ] || die "sandboxes left after a failing episode"
 ok "a task without its verifier: no reward, the verifier's failing status in its receipt, sandboxes removed (exit $rc)"
+"$sbx" --json rollout --runner podman --task "$top/examples/hello" --out "$w/r4" >"$w/r4.json" ||
+	{ cat "$w/r4.json"; die "podman rollout"; }
+[ "$(j "$w/r4.json" 'd["reward"]')" = 1 ] || die "podman reward: $(cat "$w/r4.json")"
+[ "$(j "$w/r4.json" 'd["harness"]["termination_witnessed"] and d["harness"]["verified"] and d["artifacts"]["sha256"] == d["artifacts"]["replayed_sha256"]')" = True ] ||
+	die "podman receipts/replay"
+left=$(podman ps -a --format '{{.Names}}' --filter label=sbx.arch | grep '^sbx-' || true)
+[ -z "$left" ] || die "podman containers left: $left"
+ok "the example task on podman (runc) containers: reward 1, witnessed, replayed byte for byte, containers removed"
 echo "rollout: $pass passed"
