@@ -4,26 +4,21 @@
 #include "podman.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "arch.h"
-#include "digest.h"
+#include "inject.h"
 #include "runner.h"
 
 #define ENGINE_TIMEOUT 120.0
 #define OUT_CAP (64 * 1024)
-
-static const char *const candidates[] = {"/tmp", "/dev/shm", "/var/tmp", "/run", "/"};
 
 static int check_engine(const char *engine, struct sbx_err *e)
 {
@@ -550,79 +545,22 @@ int sbx_podman_argv(const char *engine, const char *name, char ***argv_template,
 	return 0;
 }
 
-static int file_sha256(const char *path, uint8_t out[SBX_SHA256_LEN], struct sbx_err *e)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return sbx_err_set(e, SBX_EUSAGE, errno, "open %s", path);
-	struct sbx_sha256 h;
-	sbx_sha256_init(&h);
-	char buf[65536];
-	ssize_t n;
-	while ((n = read(fd, buf, sizeof buf)) > 0)
-		sbx_sha256_update(&h, buf, (size_t)n);
-	int err = errno;
-	close(fd);
-	if (n < 0)
-		return sbx_err_set(e, SBX_EUSAGE, err, "read %s", path);
-	sbx_sha256_final(&h, out);
-	return 0;
-}
+_Static_assert((int)SBX_PODMAN_REUSED == (int)SBX_INJECT_REUSED &&
+                       (int)SBX_PODMAN_COPIED == (int)SBX_INJECT_COPIED &&
+                       (int)SBX_PODMAN_STREAMED == (int)SBX_INJECT_STREAMED,
+               "podman.h's sbx_podman_how mirrors inject.h's sbx_inject_how");
 
-/* Opens a session to path; 1 when it answered with the expected digest, 0 when not (the
- * session is closed), -1 only on an allocation failure. */
-static int try_open(char *const *tmpl, const char *path, double timeout_s,
-                    const uint8_t want[SBX_SHA256_LEN], struct sbx_session **s)
-{
-	struct sbx_err e;
-	*s = NULL;
-	if (sbx_session_open(s, tmpl, path, timeout_s, &e) != 0) {
-		*s = NULL;
-		return 0;
-	}
-	if (memcmp(sbx_session_hello(*s)->sha256, want, SBX_SHA256_LEN) == 0)
-		return 1;
-	sbx_session_close(*s);
-	*s = NULL;
-	return 0;
-}
+struct copy_ctx {
+	const char *engine, *name;
+};
 
-/* ENGINE exec -i -u 0 NAME sh -c 'cat > tmp && chmod 0755 tmp && mv -f tmp final' with the
- * agent on stdin: for engines or containers where `cp` fails. 0 when it exited 0. */
-static int stream_copy(const char *engine, const char *name, const char *local, const char *dst)
+/* ENGINE cp: no shell or tar needed in the image. */
+static int native_copy(void *ctx, const char *local, const char *dst)
 {
-	int fd = open(local, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	const char *script = "t=\"$1.$$\" && cat > \"$t\" && chmod 0755 \"$t\" && mv -f \"$t\" "
-	                     "\"$1\" || { rm -f \"$t\"; exit 1; }";
-	char *argv[] = {(char *)engine, "exec", "-i",           "-u", "0",         (char *)name,
-	                "sh",           "-c",   (char *)script, "sh", (char *)dst, NULL};
-	pid_t pid = fork();
-	if (pid < 0) {
-		close(fd);
-		return -1;
-	}
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-		if (dup2(fd, 0) < 0 || null < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
-			_exit(127);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	close(fd);
-	int st;
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-}
-
-static int native_copy(const char *engine, const char *name, const char *local, const char *dst)
-{
+	const struct copy_ctx *c = ctx;
 	char target[512];
-	snprintf(target, sizeof target, "%s:%s", name, dst);
-	char *argv[] = {(char *)engine, "cp", (char *)local, target, NULL};
+	snprintf(target, sizeof target, "%s:%s", c->name, dst);
+	char *argv[] = {(char *)c->engine, "cp", (char *)local, target, NULL};
 	struct sbx_proc_result r;
 	struct sbx_err e;
 	int ok;
@@ -662,56 +600,32 @@ int sbx_podman_open(const char *engine, const char *name, const char *agent_dir,
 	char local[PATH_MAX];
 	if (agent_for(agent_dir, arch, local, sizeof local, e) != 0)
 		return -1;
-	uint8_t want[SBX_SHA256_LEN];
-	if (file_sha256(local, want, e) != 0)
-		return -1;
-	char fname[32];
-	snprintf(fname, sizeof fname, ".sbx-agent-");
-	for (int i = 0; i < 6; i++)
-		snprintf(fname + 11 + 2 * i, 3, "%02x", want[i]);
 	char **tmpl;
 	if (sbx_podman_argv(engine, name, &tmpl, e) != 0)
 		return -1;
-
-	/* Where it probably is: the hint, else the first candidate. */
-	char hint[256];
+	char *run[] = {(char *)engine, "exec", "-i", "-u", "0", (char *)name, NULL};
+	char hint[256], what[128];
 	hint_read(engine, name, st.id, hint, sizeof hint);
-	if (hint[0] == '\0')
-		snprintf(hint, sizeof hint, "%s/%s", candidates[0], fname);
-	int rc = -1;
-	info->tries++;
-	if (try_open(tmpl, hint, timeout_s, want, s) == 1) {
-		snprintf(info->path, sizeof info->path, "%s", hint);
-		info->how = SBX_PODMAN_REUSED;
-		rc = 0;
-		goto out;
-	}
+	snprintf(what, sizeof what, "%s container %s", engine, name);
 	const char *mode = getenv("SBX_PODMAN_COPY");
-	int stream_only = mode != NULL && strcmp(mode, "stream") == 0;
-	for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
-		char dst[256];
-		snprintf(dst, sizeof dst, "%s/%s",
-		         strcmp(candidates[i], "/") == 0 ? "" : candidates[i], fname);
-		enum sbx_podman_how how = SBX_PODMAN_COPIED;
-		if (stream_only || native_copy(engine, name, local, dst) != 0) {
-			if (stream_copy(engine, name, local, dst) != 0)
-				continue; /* not writable here (or no shell either) */
-			how = SBX_PODMAN_STREAMED;
-		}
-		info->tries++;
-		if (try_open(tmpl, dst, timeout_s, want, s) == 1) {
-			snprintf(info->path, sizeof info->path, "%s", dst);
-			info->how = how;
-			hint_write(engine, name, st.id, dst);
-			rc = 0;
-			goto out;
-		}
+	struct copy_ctx cc = {engine, name};
+	struct sbx_inject_target t = {
+	        .tmpl = tmpl,
+	        .run = run,
+	        .copy = mode != NULL && strcmp(mode, "stream") == 0 ? NULL : native_copy,
+	        .copy_ctx = &cc,
+	        .first = hint,
+	        .what = what,
+	};
+	struct sbx_inject_result res;
+	int rc = sbx_inject_open(&t, local, timeout_s, s, &res, e);
+	if (rc == 0) {
+		snprintf(info->path, sizeof info->path, "%s", res.path);
+		info->how = (enum sbx_podman_how)res.how;
+		info->tries = res.tries;
+		if (res.how != SBX_INJECT_REUSED)
+			hint_write(engine, name, st.id, res.path);
 	}
-	sbx_err_set(e, SBX_EUNAVAILABLE, 0,
-	            "could not inject the agent into %s container %s: no place among /tmp "
-	            "/dev/shm /var/tmp /run / was writable and executable",
-	            engine, name);
-out:
 	for (char **p = tmpl; *p != NULL; p++)
 		free(*p);
 	free(tmpl);

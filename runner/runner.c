@@ -1,5 +1,5 @@
 /* Runner specs to channel argv templates: local, qemu:ARCH, ns:NAME, podman:NAME,
- * docker:NAME, and --via command lines. */
+ * docker:NAME, kubectl:POD[/C][@NS], ssh:[USER@]HOST[:PORT], and --via command lines. */
 #include "runner.h"
 
 #include <errno.h>
@@ -10,6 +10,7 @@
 #include "arch.h"
 #include "ns.h"
 #include "podman.h"
+#include "remote.h"
 #include "sbx.h"
 
 static void free_words(char **w)
@@ -180,9 +181,32 @@ int sbx_runner_from_spec(const char *spec, const char *agent_dir, const char *ag
 			r->session = s;
 		return rc;
 	}
+	if (strncmp(spec, "kubectl:", 8) == 0 || strncmp(spec, "ssh:", 4) == 0) {
+		struct sbx_remote rm;
+		if (sbx_remote_parse(spec, &rm, e) != 0)
+			return -1;
+		struct sbx_inject_result res;
+		struct sbx_session *s = NULL;
+		int rc = agent != NULL ? 0 : sbx_remote_open(&rm, agent_dir, 30.0, &s, &res, e);
+		/* ssh hands the remote words to a shell: {agent} becomes the quoted path. */
+		const char *path = agent != NULL ? agent : res.path;
+		char *quoted = rc == 0 && rm.joined ? sbx_shell_quote(path) : NULL;
+		if (rc == 0 && rm.joined && quoted == NULL)
+			rc = sbx_err_set(e, SBX_EUSAGE, ENOMEM, "runner");
+		if (rc == 0)
+			rc = set(r, (const char *const *)rm.tmpl, rm.joined ? quoted : path, e);
+		free(quoted);
+		sbx_remote_free(&rm);
+		if (rc != 0)
+			sbx_session_close(s);
+		else
+			r->session = s;
+		return rc;
+	}
 	return sbx_err_set(e, SBX_EUSAGE, 0,
 	                   "unknown runner '%s' (this build has: local, qemu:ARCH, ns:NAME, "
-	                   "podman:NAME, docker:NAME; or --via)",
+	                   "podman:NAME, docker:NAME, kubectl:POD[/CONTAINER][@NAMESPACE], "
+	                   "ssh:[USER@]HOST[:PORT]; or --via)",
 	                   spec);
 }
 
