@@ -122,6 +122,7 @@ checks "transfer and supervision suites on ns + BusyBox and ns + Debian" "$top/t
 checks "sbx rollout: the main job on ns + BusyBox" "$top/tests/rollout.sh" "$hostdir/sbx"
 checks "podman runner: OCI containers, agent injection (root, podman+runc)" "$top/tests/podman.sh" "$hostdir/sbx" "$top/build/images"
 checks "kubectl (fake kubectl, chroot pods) and ssh (private sshd) runners (root)" "$top/tests/remote_runners.sh" "$hostdir/sbx" "$top/build/images"
+checks "transfer and supervision suites on podman (BusyBox, Debian, noshell, BusyBox aarch64 under QEMU)" "$top/tests/podman_suites.sh" "$hostdir/sbx" "$top/build/images"
 
 echo "== session integration (local, qemu:aarch64)"
 cmocka "test_session local" env SBX_TEST_RUNNER=local "$hostdir/tests/test_session"

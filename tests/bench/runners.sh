@@ -1,16 +1,45 @@
 #!/bin/bash
-# make bench-runners (the ns part): 32 namespace sandboxes at once, each: create from the
+# make bench-runners. The ns part: 32 namespace sandboxes at once, each: create from the
 # BusyBox image, upload a 10 MiB tree, run a harness under the supervisor, download its
 # output, remove. Prints failures and the wall time; plus the medians of create / first HELLO
-# / rm over 10 sandboxes one at a time. Needs root and `make images`.
+# / rm over 10 sandboxes one at a time.
+# The podman part (skipped with a note when podman is missing; PODMAN=0 skips it), on the
+# BusyBox x86_64 image, each figure against the plain podman way in the same run:
+# - injection + first HELLO (`sbx --runner podman:N hello` on a fresh container) against
+#   `podman exec N true` on the same container just before, median of INJECT_RUNS (5);
+# - 1000 `kind` probes over one retained session (`sbx --runner podman:N session`, opened
+#   with a HELLO first; only the probes are timed, one request and its answer at a time)
+#   against `podman exec N sh -c '[ -d /tmp ]'` (20 of them): the per-probe ratio;
+# - upload and download of the transfer bench's data sets, (a) 1 GiB in 8 files and
+#   (b) 50,000 files of 1 KiB in 500 folders, against `tar -cf - . | podman exec -i N tar -xf -
+#   -C DST` and `podman exec N tar -cf - -C SRC . | tar -xf - -C DST`, interleaved, median of
+#   RUNS (3). Both ends in RAM so no disk enters the figures (as in the transfer bench): the
+#   host's data in /dev/shm, the container's in a tmpfs mounted at /x (`--tmpfs`).
+# Needs root and `make images`. Every sandbox, container and image made here is removed.
 set -euo pipefail
 sbx=$(realpath "$1")
 top=$(cd "$(dirname "$0")/../.." && pwd)
 img=$top/build/images/busybox-x86_64
 n=${SANDBOXES:-32}
+runs=${RUNS:-3}
+inject_runs=${INJECT_RUNS:-5}
 w=$(mktemp -d /tmp/sbx-bench-runners-XXXXXX)
-export SBX_NS_DIR=$w/state
-trap 'for s in $("$sbx" sandbox ls 2>/dev/null); do "$sbx" sandbox rm "$s" >/dev/null 2>&1; done; rm -rf "$w"' EXIT
+export SBX_NS_DIR=$w/state SBX_PODMAN_DIR=$w/hints
+p=bench$$ # prefix of every container and image made here
+cleanup() {
+	local s c i
+	for s in $("$sbx" sandbox ls 2>/dev/null); do "$sbx" sandbox rm "$s" >/dev/null 2>&1; done
+	if command -v podman >/dev/null; then
+		for c in $(podman ps -a --format '{{.Names}}' | grep "^$p-" || true); do
+			podman rm -f -t 0 "$c" >/dev/null 2>&1 || true
+		done
+		for i in $(podman images --format '{{.Repository}}' | grep "/sbx-$p-" || true); do
+			podman rmi -f "$i" >/dev/null 2>&1 || true
+		done
+	fi
+	rm -rf "$w" "${hd:-}"
+}
+trap cleanup EXIT
 now() { date +%s.%N; }
 mkdir -p "$w/tree"
 for i in $(seq 10); do head -c $((1 << 20)) /dev/urandom >"$w/tree/f$i"; done
@@ -53,4 +82,151 @@ for i in $(seq 10); do
 done
 med() { sort -g "$1" | awk '{a[NR]=$1} END{printf "%.1f", a[int((NR+1)/2)]}'; }
 printf 'one at a time, median of 10: create %s ms, first HELLO %s ms, rm %s ms\n' "$(med "$w/c")" "$(med "$w/h")" "$(med "$w/r")"
-[ "$fails" = 0 ] && [ "$left" = 0 ]
+ns_ok=0
+[ "$fails" = 0 ] && [ "$left" = 0 ] || ns_ok=1
+if [ "${PODMAN:-1}" = 0 ]; then
+	exit $ns_ok
+elif ! command -v podman >/dev/null; then
+	echo "podman part skipped: no podman"
+	exit $ns_ok
+fi
+
+# ---- podman ----------------------------------------------------------------------------
+[ -f "$img.tar" ] || { echo "no $img.tar (make images)" >&2; exit 1; }
+# Our own name for the tarball and its .sbx-image folder: the import is sbx-$p-busybox-x86_64.
+ln -s "$img.tar" "$w/$p-busybox-x86_64.tar"
+ln -s "$img" "$w/$p-busybox-x86_64"
+P() { "$sbx" --runner "podman:$1" "${@:2}"; }
+ms() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f\n", (b - a) * 1000}'; }
+medf() { sort -g "$1" | awk '{a[NR]=$1} END{m=a[int((NR+1)/2)]; printf "%.3f", m}'; }
+verdict() { awk -v r="$1" -v t="$2" -v dir="$3" 'BEGIN{ok = dir == "le" ? r <= t : r >= t; print ok ? "met" : "NOT met"}'; }
+pod_fail=0
+fail() { echo "podman bench: FAIL: $*" >&2; pod_fail=1; }
+
+base=$p-x
+"$sbx" sandbox create --runner podman --image "$w/$p-busybox-x86_64.tar" --name "$base" \
+	--engine-arg --tmpfs=/x:rw,exec,size=4g >/dev/null
+image=sbx-$p-busybox-x86_64
+
+# 1. injection + first HELLO on a fresh container, against podman exec N true on it.
+: >"$w/pe" && : >"$w/pi" && : >"$w/pl"
+for i in $(seq "$inject_runs"); do
+	c=$p-i$i
+	"$sbx" sandbox create --runner podman --image "$image" --name "$c" >/dev/null
+	a=$(now); podman exec "$c" true; b=$(now)
+	P "$c" hello >"$w/hello"; d=$(now)
+	P "$c" hello >/dev/null; e=$(now)
+	grep -qx "sha256 $(sha256sum "$top/build/agent/x86_64/sbx-agent" | cut -d' ' -f1)" "$w/hello" ||
+		fail "injection: HELLO's digest"
+	ms "$a" "$b" >>"$w/pe"; ms "$b" "$d" >>"$w/pi"; ms "$d" "$e" >>"$w/pl"
+	"$sbx" sandbox rm "podman:$c" >/dev/null
+done
+pe=$(medf "$w/pe") pi=$(medf "$w/pi") pl=$(medf "$w/pl")
+r=$(awk -v a="$pi" -v b="$pe" 'BEGIN{printf "%.2f", a / b}')
+echo "podman, median of $inject_runs fresh BusyBox containers:"
+printf '  podman exec N true %.0f ms; injection + first HELLO %.0f ms: x%s (target <= 1.5: %s); a later HELLO %.0f ms\n' \
+	"$pe" "$pi" "$r" "$(verdict "$r" 1.5 le)" "$pl"
+
+# 2. 1000 kind probes over one retained session (opened and HELLOed first; only the probes
+# are timed, each request waiting for its answer), against podman exec sh -c '[ -d /tmp ]';
+# then 1000 more written at once (pipelined), for the record.
+P "$base" hello >/dev/null # injection outside the figure
+cat >"$w/probe.py" <<'PY'
+import json, subprocess, sys, time
+p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+out = p.stdout
+def ask(req):
+    p.stdin.write((json.dumps(req) + "\n").encode())
+    return json.loads(out.readline())
+assert ask({"id": 0, "op": "hello"})["ok"]
+n, dirs = 1000, 0
+t0 = time.perf_counter()
+for i in range(1, n + 1):
+    a = ask({"id": i, "op": "kind", "path": "/tmp"})
+    dirs += a.get("id") == i and a.get("kind") == "dir"
+t1 = time.perf_counter()
+# The same 1000 written at once (pipelined), answers read as they come: throughput.
+import threading
+reqs = b"".join((json.dumps({"id": n + i, "op": "kind", "path": "/tmp"}) + "\n").encode()
+                for i in range(1, n + 1))
+t2 = time.perf_counter()
+wr = threading.Thread(target=lambda: p.stdin.write(reqs))
+wr.start()
+for i in range(1, n + 1):
+    a = json.loads(out.readline())
+    dirs += a.get("id") == n + i and a.get("kind") == "dir"
+t3 = time.perf_counter()
+wr.join()
+p.stdin.close()
+p.wait()
+print(t1 - t0, t3 - t2, dirs)
+PY
+read -r tp tq dirs < <(python3 "$w/probe.py" "$sbx" --runner "podman:$base" session)
+[ "$dirs" = 2000 ] || fail "probes: $dirs of 2000 answered dir"
+a=$(now)
+for i in $(seq 20); do podman exec "$base" sh -c '[ -d /tmp ]' || fail "podman exec probe"; done
+b=$(now)
+awk -v tp="$tp" -v a="$a" -v b="$b" 'BEGIN{
+	ps = tp / 1000; pp = (b - a) / 20; r = pp / ps
+	printf "  1000 kind probes over one session %.3f s (%.0f us each, session already open); podman exec N sh -c %s %.1f ms each (20): x%.0f per probe (target >= 1000: %s)\n",
+		tp, ps * 1e6, "\"[ -d /tmp ]\"", pp * 1e3, r, (r >= 1000 ? "met" : "NOT met") }'
+awk -v tq="$tq" -v a="$a" -v b="$b" 'BEGIN{
+	printf "  the same 1000 pipelined (written at once): %.3f s, %.0f us each: x%.0f\n", tq, tq * 1e3, (b - a) / 20 / (tq / 1000) }'
+
+# 3. transfers: the transfer bench's two data sets, against tar through podman exec.
+hd=$(mktemp -d /dev/shm/sbx-bench-runners-XXXXXX)
+mkdir -p "$hd/big" "$hd/small"
+for i in $(seq 8); do head -c $((128 << 20)) /dev/urandom >"$hd/big/f$i"; done
+for d in $(seq 500); do
+	mkdir "$hd/small/d$d"
+	head -c $((100 * 1024)) /dev/urandom | split -b 1024 -a 2 - "$hd/small/d$d/f"
+done
+[ "$(find "$hd/small" -type f | wc -l)" = 50000 ] || { echo "small set is not 50,000 files" >&2; exit 1; }
+secs() { # command...: prints its wall time
+	local t0 t1
+	t0=$(now)
+	"$@" >/dev/null
+	t1=$(now)
+	awk -v a="$t0" -v b="$t1" 'BEGIN{print b - a}'
+}
+# What a tree holds, as "files bytes", on the host and in the container (for the checks).
+host_sum() { find "$1" -type f -printf '%s\n' | awk '{n++; s+=$1} END{print n+0, s+0}'; }
+cont_sum() { podman exec "$base" sh -c "find '$1' -type f | wc -l; find '$1' -type f -exec cat {} + | wc -c" | paste -sd' '; }
+tar_up() { tar -C "$1" -cf - . | podman exec -i "$base" tar -xf - -C "$2"; }
+tar_down() { podman exec "$base" tar -cf - -C "$1" . | tar -xf - -C "$2"; }
+sbx_up() { P "$base" upload-dir "$1" "$2"; }
+sbx_down() { P "$base" download-dir "$1" "$2"; }
+echo "  transfers into/out of a podman BusyBox container, median of $runs (ratio = tar pipe s / sbx s; target >= 1.5):"
+printf '  %-22s %9s %9s %7s %9s %9s %7s\n' set "tar up" "sbx up" ratio "tar down" "sbx down" ratio
+for set in big small; do
+	want=$(host_sum "$hd/$set")
+	P "$base" upload-dir "$hd/$set" "/x/src/$set" >/dev/null # the download source (and a warm-up)
+	: >"$w/t.tu" && : >"$w/t.su" && : >"$w/t.td" && : >"$w/t.sd"
+	for r in $(seq "$runs"); do
+		last=$([ "$r" = "$runs" ] && echo 1 || echo 0)
+		podman exec "$base" mkdir /x/dst
+		secs tar_up "$hd/$set" /x/dst >>"$w/t.tu"
+		[ $last = 1 ] && { [ "$(cont_sum /x/dst)" = "$want" ] || fail "$set: tar up: $(cont_sum /x/dst) != $want"; }
+		podman exec "$base" rm -rf /x/dst
+		secs sbx_up "$hd/$set" /x/dst >>"$w/t.su"
+		[ $last = 1 ] && { [ "$(cont_sum /x/dst)" = "$want" ] || fail "$set: sbx up: $(cont_sum /x/dst) != $want"; }
+		podman exec "$base" rm -rf /x/dst
+		mkdir "$hd/dst"
+		secs tar_down "/x/src/$set" "$hd/dst" >>"$w/t.td"
+		[ $last = 1 ] && { [ "$(host_sum "$hd/dst")" = "$want" ] || fail "$set: tar down"; }
+		rm -rf "$hd/dst"
+		secs sbx_down "/x/src/$set" "$hd/dst" >>"$w/t.sd"
+		[ $last = 1 ] && { diff -rq "$hd/$set" "$hd/dst" >/dev/null || fail "$set: sbx down differs"; }
+		rm -rf "$hd/dst"
+	done
+	podman exec "$base" rm -rf "/x/src/$set"
+	tu=$(medf "$w/t.tu") su=$(medf "$w/t.su") td=$(medf "$w/t.td") sd=$(medf "$w/t.sd")
+	name=$([ $set = big ] && echo "(a) 1 GiB in 8 files" || echo "(b) 50,000 x 1 KiB")
+	printf '  %-22s %8ss %8ss %6.2fx %8ss %8ss %6.2fx\n' "$name" "$tu" "$su" \
+		"$(awk -v a="$tu" -v b="$su" 'BEGIN{print a / b}')" "$td" "$sd" \
+		"$(awk -v a="$td" -v b="$sd" 'BEGIN{print a / b}')"
+	rm -rf "$hd/$set"
+done
+"$sbx" sandbox rm "podman:$base" >/dev/null
+[ $pod_fail = 0 ] || ns_ok=1
+exit $ns_ok

@@ -1,0 +1,181 @@
+#!/bin/bash
+# podman_suites.sh SBX [IMAGEDIR]: the transfer and supervision suites of ns_suites.sh through
+# podman containers (podman:NAME runner, agent injected on first use), as root, on
+# busybox-x86_64, debian-x86_64, noshell-x86_64 (transfers only: no shell, so no harness) and
+# busybox-aarch64 run under QEMU through binfmt_misc:
+# - fidelity by replay: the fidelity tree (tests/lib/fidelity_tree.sh) uploaded into container
+#   A, downloaded with --archive-copy, replayed with upload-archive into container B,
+#   downloaded again: the host's `sbx-agent pack` of the source, A's and B's archives must be
+#   byte-identical. aarch64 gets the tree without its 3 GiB sparse file (QEMU is slow; the
+#   sparse path is the same code, checked natively);
+# - every hostile archive of tests/hostile_tar.py refused in the container (exit 5), the target
+#   folder and /etc unchanged (archives of both before and after, compared byte for byte:
+#   done with the agent only, so it works on noshell too);
+# - supervision (images with a shell): the four escaping harnesses of ns_suites.sh (setsid,
+#   double fork, TERM ignored past the deadline, SIGSTOP): receipts verified, termination
+#   witnessed, no process of the run left in the container.
+# binfmt_misc: when the aarch64 agent cannot run on this machine, binfmt_misc is mounted (if it
+# is not) and qemu-aarch64 is registered from /usr/lib/binfmt.d/qemu-aarch64.conf (its F flag
+# lets runc start aarch64 programs inside a container); that registration is left in place
+# (a note says so). Nothing registered by anyone else is touched. SBX_PODMAN_SUITES_IMAGES
+# picks a subset ("busybox-x86_64 busybox-aarch64", ...).
+# One "  ok: ..." line per check; every container and image made here is removed on exit.
+set -euo pipefail
+[ "${SBX_TRACE:-}" = 1 ] && set -x
+sbx=$(realpath "$1")
+top=$(cd "$(dirname "$0")/.." && pwd)
+imgdir=$(realpath "${2:-$top/build/images}")
+images=${SBX_PODMAN_SUITES_IMAGES:-busybox-x86_64 debian-x86_64 noshell-x86_64 busybox-aarch64}
+[ "$(id -u)" = 0 ] || { echo "podman_suites.sh: needs root" >&2; exit 1; }
+command -v podman >/dev/null || { echo "podman_suites.sh: no podman" >&2; exit 1; }
+agent=$top/build/agent/x86_64/sbx-agent
+w=$(mktemp -d /tmp/sbx-podsuite-XXXXXX)
+export SBX_PODMAN_DIR=$w/hints
+p=ps$$ # prefix of every container and image made here
+cleanup() {
+	local c i
+	for c in $(podman ps -a --format '{{.Names}}' | grep "^$p-" || true); do
+		podman rm -f -t 0 "$c" >/dev/null 2>&1 || true
+	done
+	for i in $(podman images --format '{{.Repository}}' | grep "/sbx-$p-" || true); do
+		podman rmi -f "$i" >/dev/null 2>&1 || true
+	done
+	rm -rf "$w"
+}
+trap cleanup EXIT
+ok() { echo "  ok: $*"; }
+die() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+S() { # S NAME ARGS...: sbx through podman exec
+	local n=$1
+	shift
+	"$sbx" --runner "podman:$n" "$@"
+}
+
+. "$top/tests/lib/fidelity_tree.sh"
+case " $images " in *" busybox-x86_64 "* | *" debian-x86_64 "* | *" noshell-x86_64 "*)
+	make_fidelity_tree "$w/src" sparse
+	"$agent" pack "$w/src" >"$w/c0-src.tar" 2>/dev/null
+	;;
+esac
+case " $images " in *-aarch64*)
+	make_fidelity_tree "$w/small" # no 3 GiB sparse file under QEMU
+	"$agent" pack "$w/small" >"$w/c0-small.tar" 2>/dev/null
+	;;
+esac
+python3 "$top/tests/hostile_tar.py" "$w/hostile" /etc >/dev/null
+
+# binfmt_misc for aarch64, only when the aarch64 agent cannot already run here.
+binfmt=/proc/sys/fs/binfmt_misc
+foreign_ok() { "$top/build/agent/aarch64/sbx-agent" --version >/dev/null 2>&1; }
+case " $images " in *-aarch64*)
+	if ! foreign_ok; then
+		[ -e "$binfmt/register" ] || mount -t binfmt_misc binfmt_misc "$binfmt" ||
+			die "cannot mount binfmt_misc on $binfmt"
+		[ -f /usr/lib/binfmt.d/qemu-aarch64.conf ] || die "no /usr/lib/binfmt.d/qemu-aarch64.conf (qemu-user-static)"
+		[ -e "$binfmt/qemu-aarch64" ] || cat /usr/lib/binfmt.d/qemu-aarch64.conf >"$binfmt/register" ||
+			die "cannot register qemu-aarch64 in binfmt_misc"
+		grep -qx enabled "$binfmt/status" || die "binfmt_misc is disabled ($binfmt/status)"
+		grep -qx enabled "$binfmt/qemu-aarch64" || die "$binfmt/qemu-aarch64 is disabled"
+		foreign_ok || die "the aarch64 agent does not run even with binfmt_misc: $(cat "$binfmt/qemu-aarch64")"
+		echo "note: registered qemu-aarch64 in binfmt_misc (flags $(sed -n 's/^flags: //p' "$binfmt/qemu-aarch64")); left registered"
+	fi
+	;;
+esac
+
+# Every process but init, the agent and this check itself (and its own children). Under
+# binfmt_misc a process's cmdline starts with the interpreter, so match the agent anywhere.
+survivors='for p in /proc/[0-9]*; do i=${p#/proc/}; [ "$i" = 1 ] || [ "$i" = $$ ] && continue
+	pp=$(sed "s/.*) . //" $p/stat 2>/dev/null | cut -d" " -f1); [ "$pp" = $$ ] && continue
+	c=$(tr "\0" " " <$p/cmdline 2>/dev/null); case "$c" in */.sbx-agent-*|*/.sbx-init*|"") continue;; esac
+	echo "$i $c"; done'
+cases=(
+	"setsid sh -c 'sleep 1000' </dev/null >/dev/null 2>&1 & exit 0"
+	"( sh -c 'sleep 1000' & ) ; exit 3"
+	"trap '' TERM; setsid sh -c 'trap \"\" TERM; while :; do sleep 1; done' & sleep 1000"
+	"sh -c 'kill -STOP \$\$' & sleep 0.2; exit 0"
+)
+want=(exit exit deadline exit)
+
+for image in $images; do
+	[ -f "$imgdir/$image.tar" ] && [ -d "$imgdir/$image" ] || die "no $imgdir/$image.tar (make images)"
+	arch=${image#*-}
+	# Our own names for the tarball and its .sbx-image folder, so cleanup removes only ours.
+	ln -s "$imgdir/$image.tar" "$w/$p-$image.tar"
+	ln -s "$imgdir/$image" "$w/$p-$image"
+	a=$p-${image}-a b=$p-${image}-b
+	"$sbx" sandbox create --runner podman --image "$w/$p-$image.tar" --name "$a" >/dev/null ||
+		die "$image: create A"
+	"$sbx" sandbox create --runner podman --image "sbx-$p-$image" --name "$b" >/dev/null ||
+		die "$image: create B"
+	S "$a" --json hello >"$w/hello" || die "$image: hello"
+	grep -q "\"arch\":\"$arch\"" "$w/hello" || die "$image: HELLO's arch: $(cat "$w/hello")"
+	grep -q "\"sha256\":\"$(sha256sum "$top/build/agent/$arch/sbx-agent" | cut -d' ' -f1)\"" "$w/hello" ||
+		die "$image: HELLO's sha256 is not build/agent/$arch/sbx-agent's: $(cat "$w/hello")"
+	S "$b" --json hello | grep -q "\"arch\":\"$arch\"" || die "$image: B's HELLO"
+	if [ "$arch" != x86_64 ]; then
+		[ "$(S "$a" exec -- uname -m)" = "$arch" ] || die "$image: uname -m in the container"
+		ok "$image: two containers; the injected agent is the $arch one (HELLO arch and sha256); the image's programs run as $arch (uname -m, QEMU through binfmt_misc)"
+	else
+		ok "$image: two containers; the injected agent's HELLO says $arch with the local agent's sha256"
+	fi
+
+	# ---- fidelity by replay ----
+	if [ "$arch" = x86_64 ]; then src=$w/src c0=$w/c0-src.tar what="sparse 3 GiB, "; else src=$w/small c0=$w/c0-small.tar what=""; fi
+	S "$a" upload-dir "$src" /data >/dev/null || die "$image: upload-dir into A"
+	S "$a" download-dir --links keep --archive-copy "$w/c1.tar" /data "$w/dl1" >/dev/null || die "$image: download from A"
+	S "$b" upload-archive "$w/c1.tar" dir /data >/dev/null || die "$image: upload-archive into B"
+	S "$b" download-dir --links keep --archive-copy "$w/c2.tar" /data "$w/dl2" >/dev/null || die "$image: download from B"
+	cmp -s "$c0" "$w/c1.tar" || die "$image: the archive of the uploaded tree differs from the source's"
+	cmp -s "$w/c1.tar" "$w/c2.tar" || die "$image: the replayed tree's archive differs"
+	[ "$(S "$b" stat /data/f4755 | awk '{print $2, $3}')" = "file 4755" ] || die "$image: set-uid lost: $(S "$b" stat /data/f4755)"
+	rm -rf "$w/dl1" "$w/dl2" "$w/c1.tar" "$w/c2.tar"
+	ok "$image: fidelity tree (${what}set-id, owners, links, long paths) through two containers: three archives byte-identical"
+
+	# ---- hostile archives ----
+	mkdir -p "$w/t0"
+	echo before >"$w/t0/before"
+	S "$a" upload-dir "$w/t0" /t >/dev/null || die "$image: upload /t"
+	snap() { # snap NAME: archives of /t and /etc as the container has them now
+		rm -rf "$w/snap"
+		S "$a" download-dir --links keep --archive-copy "$w/$1-t.tar" /t "$w/snap" >/dev/null &&
+			rm -rf "$w/snap" &&
+			S "$a" download-dir --links keep --archive-copy "$w/$1-etc.tar" /etc "$w/snap" >/dev/null &&
+			rm -rf "$w/snap"
+	}
+	snap before || die "$image: snapshot"
+	n=0
+	for h in "$w"/hostile/*.tar; do
+		rc=0
+		S "$a" upload-archive "$h" dir /t 2>/dev/null || rc=$?
+		[ $rc = 5 ] || die "$image: $(basename "$h"): exit $rc, want 5"
+		n=$((n + 1))
+	done
+	snap after || die "$image: snapshot after"
+	cmp -s "$w/before-t.tar" "$w/after-t.tar" || die "$image: /t changed"
+	cmp -s "$w/before-etc.tar" "$w/after-etc.tar" || die "$image: /etc changed"
+	[ "$(S "$a" kind /etc/victim)$(S "$a" kind /etc/outside)" = absentabsent ] || die "$image: /etc/victim or /etc/outside appeared"
+	rm -f "$w"/before-*.tar "$w"/after-*.tar
+	ok "$image: $n hostile archives refused in the container (exit 5); /t and /etc byte-identical before and after"
+
+	# ---- supervision ----
+	if [ "$image" != noshell-x86_64 ]; then
+		for i in "${!cases[@]}"; do
+			S "$a" run --session "/tmp/s$i" --timeout 1 --grace 0.2 -- /bin/sh -c "${cases[$i]}" >"$w/rec" || true
+			grep -q '"termination_witnessed":true' "$w/rec" || die "$image case $i: $(cat "$w/rec")"
+			grep -q "\"trigger\":\"${want[$i]}\"" "$w/rec" || die "$image case $i trigger: $(cat "$w/rec")"
+			S "$a" receipt --session "/tmp/s$i" >/dev/null || die "$image case $i: the receipt does not verify"
+			left=$(S "$a" sh "$survivors")
+			[ -z "$left" ] || die "$image case $i: left behind: $left"
+		done
+		# The same view from outside: podman's own process list of the container.
+		left=$(podman top "$a" args 2>/dev/null | grep -E 'sleep|sh -c' || true)
+		[ -z "$left" ] || die "$image: podman top shows: $left"
+		ok "$image: ${#cases[@]} escaping harnesses (setsid, double fork, TERM ignored, SIGSTOP): receipts verified, termination witnessed, nothing left (/proc inside, podman top outside)"
+	fi
+
+	"$sbx" sandbox rm "podman:$a" "podman:$b" >/dev/null || die "$image: rm"
+	podman rmi -f "sbx-$p-$image" >/dev/null 2>&1 || true
+done
