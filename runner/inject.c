@@ -126,11 +126,11 @@ static char **command(const struct sbx_inject_target *t, const char *const *cmd)
 	return out;
 }
 
-static void last_line(const struct sbx_proc_result *r, char *buf, size_t cap)
+const char *sbx_last_line(const struct sbx_proc_result *r, char *buf, size_t cap)
 {
 	buf[0] = '\0';
 	if (r->output == NULL)
-		return;
+		return buf;
 	size_t end = r->len;
 	while (end > 0 && (r->output[end - 1] == '\n' || r->output[end - 1] == '\r'))
 		end--;
@@ -140,6 +140,7 @@ static void last_line(const struct sbx_proc_result *r, char *buf, size_t cap)
 	size_t n = end - start < cap - 1 ? end - start : cap - 1;
 	memcpy(buf, r->output + start, n);
 	buf[n] = '\0';
+	return buf;
 }
 
 int sbx_inject_survey(const struct sbx_inject_target *t, double timeout_s, char *arch, size_t cap,
@@ -175,7 +176,7 @@ int sbx_inject_survey(const struct sbx_inject_target *t, double timeout_s, char 
 	}
 	if (r.how != SBX_PROC_EXITED || r.code != 0 || machine[0] == '\0') {
 		char line[200];
-		last_line(&r, line, sizeof line);
+		sbx_last_line(&r, line, sizeof line);
 		sbx_err_set(e, SBX_EUNAVAILABLE, 0,
 		            "%s: `sh -c 'uname -m'` failed (injection needs sh, uname and cat "
 		            "inside; or name an agent already there with --agent): %s",

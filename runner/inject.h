@@ -66,4 +66,7 @@ int sbx_inject_open(const struct sbx_inject_target *t, const char *local, double
 /* s in single quotes for a POSIX shell ('\'' for each quote); malloc'd, NULL on ENOMEM. */
 char *sbx_shell_quote(const char *s);
 
+/* The last non-empty line of a program's output (for error messages), into buf; returns buf. */
+const char *sbx_last_line(const struct sbx_proc_result *r, char *buf, size_t cap);
+
 #endif

@@ -42,24 +42,6 @@ static int check_name(const char *name, struct sbx_err *e)
 	return 0;
 }
 
-/* The engine's last non-empty output line, for error messages. */
-static const char *last_line(const struct sbx_proc_result *r, char *buf, size_t cap)
-{
-	buf[0] = '\0';
-	if (r->output == NULL)
-		return buf;
-	size_t end = r->len;
-	while (end > 0 && (r->output[end - 1] == '\n' || r->output[end - 1] == '\r'))
-		end--;
-	size_t start = end;
-	while (start > 0 && r->output[start - 1] != '\n')
-		start--;
-	size_t n = end - start < cap - 1 ? end - start : cap - 1;
-	memcpy(buf, r->output + start, n);
-	buf[n] = '\0';
-	return buf;
-}
-
 /* Runs ENGINE WORDS...; *ok is 1 when it exited 0. r must be freed by the caller. */
 static int run_engine(char *const argv[], struct sbx_proc_result *r, int *ok, struct sbx_err *e)
 {
@@ -72,7 +54,7 @@ static int run_engine(char *const argv[], struct sbx_proc_result *r, int *ok, st
 static int engine_fail(struct sbx_proc_result *r, const char *what, struct sbx_err *e)
 {
 	char line[200];
-	last_line(r, line, sizeof line);
+	sbx_last_line(r, line, sizeof line);
 	sbx_err_set(e, SBX_EUNAVAILABLE, 0, "%s failed: %s", what,
 	            line[0]                        ? line
 	            : r->how == SBX_PROC_TIMED_OUT ? "timed out"
@@ -353,7 +335,7 @@ int sbx_podman_create(const char *engine, const char *image, const char *name,
 		return -1;
 	if (!ok) {
 		char line[200];
-		last_line(&r, line, sizeof line);
+		sbx_last_line(&r, line, sizeof line);
 		int taken = strstr(line, "already in use") != NULL;
 		sbx_proc_result_free(&r);
 		return sbx_err_set(e, taken ? SBX_EUSAGE : SBX_EUNAVAILABLE, 0,
@@ -410,7 +392,7 @@ int sbx_podman_status(const char *engine, const char *name, struct sbx_podman_st
 	if (run_engine(v.w, &r, &ok, e) != 0)
 		return -1;
 	char line[512];
-	last_line(&r, line, sizeof line);
+	sbx_last_line(&r, line, sizeof line);
 	if (!ok) {
 		if (is_absent(line)) {
 			sbx_proc_result_free(&r);
@@ -516,7 +498,7 @@ int sbx_podman_remove(const char *engine, const char *name, struct sbx_err *e)
 	if (run_engine(v.w, &r, &ok, e) != 0)
 		return -1;
 	char line[256];
-	last_line(&r, line, sizeof line);
+	sbx_last_line(&r, line, sizeof line);
 	if (!ok && !is_absent(line))
 		return engine_fail(&r, "rm", e);
 	sbx_proc_result_free(&r);
