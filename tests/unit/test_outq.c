@@ -71,10 +71,11 @@ static void reserve_commit_round_trip(void **state)
 		for (size_t i = 0; i < 40000; i++)
 			b[i] = (uint8_t)(i * 7 + (size_t)round);
 		uint8_t ch = SBX_CH_STDOUT;
-		assert_int_equal(sbx_outq_commit(&q, SBX_LANE_BULK, SBX_F_DATA, 0, 9, &ch, 40000), 0);
-		/* A control frame queued after still goes first. */
-		assert_int_equal(sbx_outq_push(&q, SBX_LANE_CTRL, SBX_F_PONG, 0, 0, NULL, 0, "p", 1),
+		assert_int_equal(sbx_outq_commit(&q, SBX_LANE_BULK, SBX_F_DATA, 0, 9, &ch, 40000),
 		                 0);
+		/* A control frame queued after still goes first. */
+		assert_int_equal(
+		        sbx_outq_push(&q, SBX_LANE_CTRL, SBX_F_PONG, 0, 0, NULL, 0, "p", 1), 0);
 		/* Reserved then dropped: nothing is sent. */
 		assert_non_null(sbx_outq_reserve(&q, 1, 100));
 		sbx_outq_unreserve(&q);
