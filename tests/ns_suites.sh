@@ -34,6 +34,7 @@ S() {
 	"$sbx" --runner "ns:$n" "$@"
 }
 . "$top/tests/lib/fidelity_tree.sh"
+. "$top/tests/lib/escapes.sh"
 src=$w/src
 make_fidelity_tree "$src" sparse
 "$agent" pack "$src" >"$w/c0.tar" 2>/dev/null
@@ -68,27 +69,8 @@ for image in busybox-x86_64 debian-x86_64; do
 	ok "$image: $n hostile archives refused in the sandbox (exit 5), target and /etc unchanged"
 
 	# Supervision: each harness leaves something behind; after the run nothing of it is left.
-	cases=(
-		"setsid sh -c 'sleep 1000' </dev/null >/dev/null 2>&1 & exit 0"
-		"( sh -c 'sleep 1000' & ) ; exit 3"
-		"trap '' TERM; setsid sh -c 'trap \"\" TERM; while :; do sleep 1; done' & sleep 1000"
-		"sh -c 'kill -STOP \$\$' & sleep 0.2; exit 0"
-	)
-	want=(exit exit deadline exit)
-	# Every process but init, the agent and this check itself (and its own children).
-	survivors='for p in /proc/[0-9]*; do i=${p#/proc/}; [ "$i" = 1 ] || [ "$i" = $$ ] && continue
-		pp=$(sed "s/.*) . //" $p/stat 2>/dev/null | cut -d" " -f1); [ "$pp" = $$ ] && continue
-		c=$(tr "\0" " " <$p/cmdline 2>/dev/null); case "$c" in /.sbx/*|"") continue;; esac
-		echo "$i $c"; done'
-	for i in "${!cases[@]}"; do
-		S "$a" run --session "/tmp/s$i" --timeout 1 --grace 0.2 -- /bin/sh -c "${cases[$i]}" >"$w/rec" || true
-		grep -q '"termination_witnessed":true' "$w/rec" || die "$image case $i: $(cat "$w/rec")"
-		grep -q "\"trigger\":\"${want[$i]}\"" "$w/rec" || die "$image case $i trigger: $(cat "$w/rec")"
-		S "$a" receipt --session "/tmp/s$i" >/dev/null || die "$image case $i: the receipt does not verify"
-		left=$(S "$a" sh "$survivors")
-		[ -z "$left" ] || die "$image case $i: left behind: $left"
-	done
-	ok "$image: ${#cases[@]} escaping harnesses (setsid, double fork, TERM ignored, SIGSTOP): receipts verified, termination witnessed, nothing left"
+	check_escapes S "$a" "$image" "$w/rec"
+	ok "$image: ${#escape_cases[@]} escaping harnesses (setsid, double fork, TERM ignored, SIGSTOP): receipts verified, termination witnessed, nothing left"
 
 	"$sbx" sandbox rm "$a" "$b"
 done

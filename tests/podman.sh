@@ -17,14 +17,9 @@ command -v podman >/dev/null || { echo "podman.sh: no podman (toolchain/deps.sh 
 w=$(mktemp -d /tmp/sbx-podman-XXXXXX)
 export SBX_PODMAN_DIR=$w/hints
 p=t$$ # prefix of every container and image made here
+. "$(dirname "$0")/lib/podman.sh"
 cleanup() {
-	local c i
-	for c in $(podman ps -a --format '{{.Names}}' | grep "^$p-" || true); do
-		podman rm -f -t 0 "$c" >/dev/null 2>&1 || true
-	done
-	for i in $(podman images --format '{{.Repository}}' | grep "/sbx-$p-" || true); do
-		podman rmi -f "$i" >/dev/null 2>&1 || true
-	done
+	podman_cleanup "$p"
 	rm -rf "$w"
 }
 trap cleanup EXIT

@@ -32,14 +32,9 @@ agent=$top/build/agent/x86_64/sbx-agent
 w=$(mktemp -d /tmp/sbx-podsuite-XXXXXX)
 export SBX_PODMAN_DIR=$w/hints
 p=ps$$ # prefix of every container and image made here
+. "$(dirname "$0")/lib/podman.sh"
 cleanup() {
-	local c i
-	for c in $(podman ps -a --format '{{.Names}}' | grep "^$p-" || true); do
-		podman rm -f -t 0 "$c" >/dev/null 2>&1 || true
-	done
-	for i in $(podman images --format '{{.Repository}}' | grep "/sbx-$p-" || true); do
-		podman rmi -f "$i" >/dev/null 2>&1 || true
-	done
+	podman_cleanup "$p"
 	rm -rf "$w"
 }
 trap cleanup EXIT
@@ -85,19 +80,7 @@ case " $images " in *-aarch64*)
 	;;
 esac
 
-# Every process but init, the agent and this check itself (and its own children). Under
-# binfmt_misc a process's cmdline starts with the interpreter, so match the agent anywhere.
-survivors='for p in /proc/[0-9]*; do i=${p#/proc/}; [ "$i" = 1 ] || [ "$i" = $$ ] && continue
-	pp=$(sed "s/.*) . //" $p/stat 2>/dev/null | cut -d" " -f1); [ "$pp" = $$ ] && continue
-	c=$(tr "\0" " " <$p/cmdline 2>/dev/null); case "$c" in */.sbx-agent-*|*/.sbx-init*|"") continue;; esac
-	echo "$i $c"; done'
-cases=(
-	"setsid sh -c 'sleep 1000' </dev/null >/dev/null 2>&1 & exit 0"
-	"( sh -c 'sleep 1000' & ) ; exit 3"
-	"trap '' TERM; setsid sh -c 'trap \"\" TERM; while :; do sleep 1; done' & sleep 1000"
-	"sh -c 'kill -STOP \$\$' & sleep 0.2; exit 0"
-)
-want=(exit exit deadline exit)
+. "$(dirname "$0")/lib/escapes.sh"
 
 for image in $images; do
 	[ -f "$imgdir/$image.tar" ] && [ -d "$imgdir/$image" ] || die "no $imgdir/$image.tar (make images)"
@@ -162,18 +145,11 @@ for image in $images; do
 
 	# ---- supervision ----
 	if [ "$image" != noshell-x86_64 ]; then
-		for i in "${!cases[@]}"; do
-			S "$a" run --session "/tmp/s$i" --timeout 1 --grace 0.2 -- /bin/sh -c "${cases[$i]}" >"$w/rec" || true
-			grep -q '"termination_witnessed":true' "$w/rec" || die "$image case $i: $(cat "$w/rec")"
-			grep -q "\"trigger\":\"${want[$i]}\"" "$w/rec" || die "$image case $i trigger: $(cat "$w/rec")"
-			S "$a" receipt --session "/tmp/s$i" >/dev/null || die "$image case $i: the receipt does not verify"
-			left=$(S "$a" sh "$survivors")
-			[ -z "$left" ] || die "$image case $i: left behind: $left"
-		done
+		check_escapes S "$a" "$image" "$w/rec"
 		# The same view from outside: podman's own process list of the container.
 		left=$(podman top "$a" args 2>/dev/null | grep -E 'sleep|sh -c' || true)
 		[ -z "$left" ] || die "$image: podman top shows: $left"
-		ok "$image: ${#cases[@]} escaping harnesses (setsid, double fork, TERM ignored, SIGSTOP): receipts verified, termination witnessed, nothing left (/proc inside, podman top outside)"
+		ok "$image: ${#escape_cases[@]} escaping harnesses (setsid, double fork, TERM ignored, SIGSTOP): receipts verified, termination witnessed, nothing left (/proc inside, podman top outside)"
 	fi
 
 	"$sbx" sandbox rm "podman:$a" "podman:$b" >/dev/null || die "$image: rm"
