@@ -152,11 +152,13 @@ FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 FUZZERS := $(patsubst fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRC))
 FUZZ_LIB_SRC := $(wildcard shared/*.c) host/json.c
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-	-Ishared -Iarchive -Ihost -I$(SBX_CACHE)/host/include
+	-Ishared -Iarchive -Ihost -Irunner -I$(SBX_CACHE)/host/include
 # fuzz_unpack drives the archive engine: it also links archive/unpack.c and the host
 # libarchive (built without sanitizer instrumentation by toolchain/build.sh).
 $(B)/fuzz/fuzz_unpack: FUZZ_EXTRA := archive/unpack.c $(LIBARCHIVE_HOST)
 $(B)/fuzz/fuzz_unpack: archive/unpack.c archive/unpack.h
+$(B)/fuzz/fuzz_boot: FUZZ_EXTRA := runner/boot_dialog.c
+$(B)/fuzz/fuzz_boot: runner/boot_dialog.c runner/boot.h
 
 $(B)/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) $(SBX_CACHE)/host/.stamp
 	@mkdir -p $(@D)

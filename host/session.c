@@ -590,6 +590,12 @@ static char *expand(const char *word, const char *agent)
 int sbx_session_open(struct sbx_session **out, char *const argv_template[], const char *agent,
                      double timeout_s, struct sbx_err *e)
 {
+	return sbx_session_open_boot(out, argv_template, agent, timeout_s, NULL, e);
+}
+
+int sbx_session_open_boot(struct sbx_session **out, char *const argv_template[], const char *agent,
+                          double timeout_s, const struct sbx_boot *boot, struct sbx_err *e)
+{
 	*out = NULL;
 	if (argv_template == NULL || argv_template[0] == NULL)
 		return sbx_err_set(e, SBX_EUSAGE, 0, "empty channel command");
@@ -678,6 +684,10 @@ int sbx_session_open(struct sbx_session **out, char *const argv_template[], cons
 
 	s->last_rx_ns = sbx_now_ns();
 	int64_t deadline = s->last_rx_ns + ns(s->timeout);
+	if (boot != NULL && boot->run(boot->ctx, s->to_fd, s->from_fd, deadline, e) != 0) {
+		sbx_session_drain_stderr(s);
+		goto fail;
+	}
 	while (!s->have_hello) {
 		if (sbx_now_ns() >= deadline) {
 			sbx_session_drain_stderr(s);

@@ -87,4 +87,17 @@ double sbx_session_timeout(const struct sbx_session *s);
 int sbx_job_start(struct sbx_session *s, const uint8_t *req, size_t len,
                   const struct sbx_exec_opts *o, struct sbx_stream **out, struct sbx_err *e);
 
+/* A dialog on the channel before the agent speaks (runner/boot.c: the agent delivered and
+ * started by a shell in the same exec). run gets the channel's non-blocking ends: to_fd (its
+ * stdin) and from_fd (its stdout); it must read no byte past its own last line, and return 0
+ * when the agent is about to speak, -1 with e set when not. */
+struct sbx_boot {
+	int (*run)(void *ctx, int to_fd, int from_fd, int64_t deadline_ns, struct sbx_err *e);
+	void *ctx;
+};
+
+/* sbx_session_open with a dialog first (boot may be NULL). */
+int sbx_session_open_boot(struct sbx_session **out, char *const argv_template[], const char *agent,
+                          double timeout_s, const struct sbx_boot *boot, struct sbx_err *e);
+
 #endif

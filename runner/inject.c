@@ -73,16 +73,14 @@ int sbx_inject_sha256_file(const char *path, uint8_t out[SBX_SHA256_LEN], struct
 	return 0;
 }
 
-static void free_words(char **w)
+void sbx_inject_free_words(char **w)
 {
 	for (char **p = w; p != NULL && *p != NULL; p++)
 		free(*p);
 	free(w);
 }
 
-/* t->run followed by cmd (NULL-terminated); with t->joined, cmd becomes one word of
- * shell-quoted words. Malloc'd words; NULL on ENOMEM. */
-static char **command(const struct sbx_inject_target *t, const char *const *cmd)
+char **sbx_inject_command(const struct sbx_inject_target *t, const char *const *cmd)
 {
 	size_t nr = 0, nc = 0;
 	while (t->run[nr] != NULL)
@@ -120,7 +118,7 @@ static char **command(const struct sbx_inject_target *t, const char *const *cmd)
 			ok = (out[k++] = strdup(cmd[i])) != NULL;
 	}
 	if (!ok) {
-		free_words(out);
+		sbx_inject_free_words(out);
 		return NULL;
 	}
 	return out;
@@ -149,12 +147,12 @@ int sbx_inject_survey(const struct sbx_inject_target *t, double timeout_s, char 
 	/* Markers, because the channel's own messages (ssh's warnings, kubectl's notices)
 	 * share the captured output. */
 	const char *cmd[] = {"sh", "-c", survey_script, NULL};
-	char **argv = command(t, cmd);
+	char **argv = sbx_inject_command(t, cmd);
 	if (argv == NULL)
 		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "%s", t->what);
 	struct sbx_proc_result r;
 	int rc = sbx_run_capture(argv, timeout_s, OUT_CAP, &r, e);
-	free_words(argv);
+	sbx_inject_free_words(argv);
 	if (rc != 0)
 		return -1;
 	char machine[64] = "";
@@ -245,7 +243,7 @@ static double now_s(void)
 static int stream_copy(const struct sbx_inject_target *t, const char *local, const char *dst)
 {
 	const char *cmd[] = {"sh", "-c", stream_script, "sh", dst, NULL};
-	char **argv = command(t, cmd);
+	char **argv = sbx_inject_command(t, cmd);
 	if (argv == NULL)
 		return -1;
 	int fd = open(local, O_RDONLY | O_CLOEXEC);
@@ -258,7 +256,7 @@ static int stream_copy(const struct sbx_inject_target *t, const char *local, con
 		execvp(argv[0], argv);
 		_exit(127);
 	}
-	free_words(argv);
+	sbx_inject_free_words(argv);
 	if (fd >= 0)
 		close(fd);
 	if (pid < 0)
@@ -321,8 +319,9 @@ int sbx_inject_open(const struct sbx_inject_target *t, const char *local, double
 			snprintf(first, sizeof first, "%s", t->first);
 		else
 			snprintf(first, sizeof first, "%s/%s", candidates[0], fname);
-		res->tries++;
-		if (try_open(t, first, timeout_s, want, s) == 1) {
+		int guess = !t->no_guess || (t->first != NULL && t->first[0] != '\0');
+		res->tries += guess;
+		if (guess && try_open(t, first, timeout_s, want, s) == 1) {
 			snprintf(res->path, sizeof res->path, "%s", first);
 			res->how = SBX_INJECT_REUSED;
 			return 0;

@@ -37,6 +37,8 @@ struct sbx_inject_target {
 	void *copy_ctx;
 	/* Where to look first (a remembered place); NULL or "": /tmp/.sbx-agent-<sha12>. */
 	const char *first;
+	/* 1: with no first, copy at once (nothing suggests an agent is there already). */
+	int no_guess;
 	/* When not NULL: the agent files a survey found inside (sbx_inject_survey), one per
 	 * line; only those are tried before copying, and first is not used. */
 	const char *found;
@@ -68,5 +70,10 @@ char *sbx_shell_quote(const char *s);
 
 /* The last non-empty line of a program's output (for error messages), into buf; returns buf. */
 const char *sbx_last_line(const struct sbx_proc_result *r, char *buf, size_t cap);
+
+/* t->run followed by cmd (NULL-terminated, at most 16 words); with t->joined, cmd becomes one
+ * word of shell-quoted words. Malloc'd, freed with sbx_inject_free_words; NULL on ENOMEM. */
+char **sbx_inject_command(const struct sbx_inject_target *t, const char *const *cmd);
+void sbx_inject_free_words(char **w);
 
 #endif

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "boot.h"
 #include "inject.h"
 #include "runner.h"
 
@@ -311,8 +312,16 @@ int sbx_podman_create(const char *engine, const char *image, const char *name,
 	else if (agent_for(o->agent_dir, arch, agent, sizeof agent, e) != 0)
 		return -1;
 
-	char label[64], target[160];
+	/* Init is the agent under the name injection looks for: the first session finds it. */
+	uint8_t sha[SBX_SHA256_LEN];
+	if (sbx_inject_sha256_file(agent, sha, e) != 0)
+		return -1;
+	char init[40], label[64], label2[64], target[160];
+	snprintf(init, sizeof init, "/.sbx-agent-");
+	for (int i = 0; i < 6; i++)
+		snprintf(init + 12 + 2 * i, 3, "%02x", sha[i]);
 	snprintf(label, sizeof label, "sbx.arch=%s", arch);
+	snprintf(label2, sizeof label2, "sbx.agent=%s", init);
 	if (w_engine(&v, engine, 1, e) != 0)
 		return -1;
 	w_add(&v, "create");
@@ -322,9 +331,11 @@ int sbx_podman_create(const char *engine, const char *image, const char *name,
 	w_add(&v, "none");
 	w_add(&v, "--label");
 	w_add(&v, label);
+	w_add(&v, "--label");
+	w_add(&v, label2);
 	w_ulimits(&v);
 	w_add(&v, "--entrypoint");
-	w_add(&v, SBX_PODMAN_INIT);
+	w_add(&v, init);
 	for (const char *const *x = o->extra; x != NULL && *x != NULL; x++)
 		w_add(&v, *x);
 	w_add(&v, image);
@@ -343,7 +354,7 @@ int sbx_podman_create(const char *engine, const char *image, const char *name,
 	}
 	sbx_proc_result_free(&r);
 
-	snprintf(target, sizeof target, "%s:%s", name, SBX_PODMAN_INIT);
+	snprintf(target, sizeof target, "%s:%s", name, init);
 	w_engine(&v, engine, 0, e);
 	w_add(&v, "cp");
 	w_add(&v, agent);
@@ -385,7 +396,7 @@ int sbx_podman_status(const char *engine, const char *name, struct sbx_podman_st
 	w_add(&v, "container");
 	w_add(&v, "--format");
 	w_add(&v, "{{.State.Status}}\t{{.Id}}\t{{.Config.Image}}\t{{index .Config.Labels "
-	          "\"sbx.arch\"}}");
+	          "\"sbx.arch\"}}\t{{index .Config.Labels \"sbx.agent\"}}");
 	w_add(&v, name);
 	struct sbx_proc_result r;
 	int ok;
@@ -402,8 +413,8 @@ int sbx_podman_status(const char *engine, const char *name, struct sbx_podman_st
 		return engine_fail(&r, "inspect", e);
 	}
 	sbx_proc_result_free(&r);
-	char *f[4] = {line, NULL, NULL, NULL};
-	for (int i = 1; i < 4; i++) {
+	char *f[5] = {line, NULL, NULL, NULL, NULL};
+	for (int i = 1; i < 5; i++) {
 		char *tab = f[i - 1] != NULL ? strchr(f[i - 1], '\t') : NULL;
 		if (tab != NULL) {
 			*tab = '\0';
@@ -416,6 +427,8 @@ int sbx_podman_status(const char *engine, const char *name, struct sbx_podman_st
 	snprintf(st->image, sizeof st->image, "%s", f[2] ? f[2] : "");
 	snprintf(st->arch, sizeof st->arch, "%s",
 	         f[3] && strcmp(f[3], "<no value>") != 0 ? f[3] : "");
+	snprintf(st->agent, sizeof st->agent, "%s",
+	         f[4] && f[4][0] == '/' && strlen(f[4]) < sizeof st->agent ? f[4] : "");
 	return 0;
 }
 
@@ -560,6 +573,27 @@ int sbx_podman_open(const char *engine, const char *name, const char *agent_dir,
 		info = &dummy;
 	memset(info, 0, sizeof *info);
 	*s = NULL;
+	if (check_engine(engine, e) != 0 || check_name(name, e) != 0)
+		return -1;
+	char *run[] = {(char *)engine, "exec", "-i", "-u", "0", (char *)name, NULL};
+	char what[128];
+	snprintf(what, sizeof what, "%s container %s", engine, name);
+	const char *mode = getenv("SBX_PODMAN_COPY");
+	const char *nb = getenv("SBX_NO_BOOT");
+	if ((mode == NULL || mode[0] == '\0') && (nb == NULL || strcmp(nb, "1") != 0)) {
+		/* One exec: the agent found or delivered and started by the sandbox's shell. */
+		struct sbx_inject_target bt = {.run = run, .what = what};
+		struct sbx_inject_result res;
+		struct sbx_err be;
+		if (sbx_boot_open(&bt, agent_dir, timeout_s, s, &res, &be) == 0) {
+			snprintf(info->path, sizeof info->path, "%s", res.path);
+			info->how = (enum sbx_podman_how)res.how;
+			info->tries = res.tries;
+			return 0;
+		}
+		if (be.cls == SBX_EUSAGE) /* e.g. a machine sbx has no agent for */
+			return sbx_err_set(e, be.cls, be.errnum, "%s: %s", what, be.msg);
+	}
 	struct sbx_podman_status st;
 	if (sbx_podman_status(engine, name, &st, e) != 0)
 		return -1;
@@ -585,11 +619,10 @@ int sbx_podman_open(const char *engine, const char *name, const char *agent_dir,
 	char **tmpl;
 	if (sbx_podman_argv(engine, name, &tmpl, e) != 0)
 		return -1;
-	char *run[] = {(char *)engine, "exec", "-i", "-u", "0", (char *)name, NULL};
-	char hint[256], what[128];
+	char hint[256];
 	hint_read(engine, name, st.id, hint, sizeof hint);
-	snprintf(what, sizeof what, "%s container %s", engine, name);
-	const char *mode = getenv("SBX_PODMAN_COPY");
+	if (hint[0] == '\0')
+		snprintf(hint, sizeof hint, "%s", st.agent);
 	struct copy_ctx cc = {engine, name};
 	struct sbx_inject_target t = {
 	        .tmpl = tmpl,
@@ -597,6 +630,7 @@ int sbx_podman_open(const char *engine, const char *name, const char *agent_dir,
 	        .copy = mode != NULL && strcmp(mode, "stream") == 0 ? NULL : native_copy,
 	        .copy_ctx = &cc,
 	        .first = hint,
+	        .no_guess = hint[0] == '\0',
 	        .what = what,
 	};
 	struct sbx_inject_result res;

@@ -1,7 +1,8 @@
 /* The podman and docker runners: OCI containers reached with `ENGINE exec -i -u 0 NAME {agent}
- * serve`, the agent injected on first use with the engine's native copy (`ENGINE cp`, no shell
- * needed) or, where that fails, streamed through `sh -c 'cat > ...'`. Also the container
- * lifecycle behind `sbx sandbox create --runner podman`. See docs/runners.md.
+ * serve`. The agent is found, or delivered, and started in one exec through the container's
+ * shell (runner/boot.h); without a shell it is put there with the engine's native copy
+ * (`ENGINE cp`). Also the container lifecycle behind `sbx sandbox create --runner podman`.
+ * See docs/runners.md.
  *
  * ENGINE is "podman" or "docker"; both share this code. Only podman runs on the build machine:
  * the docker argv is built the same way but untested there. */
@@ -12,9 +13,6 @@
 
 #include "err.h"
 #include "sbx.h"
-
-/* Where sbx_podman_create puts the agent that runs as the container's PID 1 (`init`). */
-#define SBX_PODMAN_INIT "/.sbx-init"
 
 struct sbx_podman_create_opts {
 	const char *arch;         /* sbx architecture name; NULL: the "arch=" line of the
@@ -28,9 +26,10 @@ struct sbx_podman_create_opts {
 
 /* Creates and starts a container named name (NULL: "sbx-XXXXXX"; written to name_out) from
  * image: an image name, or a path ending in ".tar" which is first imported as
- * sbx-<basename without .tar>. The container runs `/.sbx-init init` (the agent, copied in
- * with `ENGINE cp` before start) as PID 1, so images without a shell work; it has no network,
- * the label sbx.arch=ARCH, and, with podman, runc + cgroupfs and ulimits equal to the
+ * sbx-<basename without .tar>. The container runs `/.sbx-agent-<sha12> init` (the agent under
+ * the name injection looks for, copied in with `ENGINE cp` before start) as PID 1, so images
+ * without a shell work and the first session copies nothing; it has no network, the labels
+ * sbx.arch=ARCH and sbx.agent=/.sbx-agent-<sha12>, and, with podman, runc + cgroupfs and ulimits equal to the
  * caller's (see docs/runners.md; $SBX_PODMAN_FLAGS replaces the global flags).
  * A failed create removes what it made. SBX_EUSAGE: bad name or image; SBX_EUNAVAILABLE: the
  * engine failed. */
@@ -43,7 +42,8 @@ struct sbx_podman_status {
 	char state[32]; /* the engine's: running, exited, created, paused, ... */
 	char id[80];
 	char image[256];
-	char arch[16]; /* the sbx.arch label; empty when the container has none */
+	char arch[16];  /* the sbx.arch label; empty when the container has none */
+	char agent[64]; /* the sbx.agent label: init's path (sbx_podman_create); or empty */
 };
 
 /* An absent container is a success with exists == 0. */
@@ -66,13 +66,16 @@ struct sbx_podman_inject {
 	int tries; /* channels opened to get there */
 };
 
-/* Opens a session to the agent in a running container, injecting it first when needed: the
- * local agent for the container's architecture (label sbx.arch, else its image's) goes to
- * DIR/.sbx-agent-<first 12 hex of its SHA-256> in the first of /tmp, /dev/shm, /var/tmp,
- * /run, / where it can be written and executed; a copy already there is used when HELLO's
- * SHA-256 equals the local file's, and replaced otherwise. The place found is remembered in
- * $SBX_PODMAN_DIR (default /run/sbx/podman) as a hint for the next connection. agent_dir:
- * NULL for sbx_agent_dir(). $SBX_PODMAN_COPY=stream skips ENGINE cp (for tests).
+/* Opens a session to the agent in a running container, injecting it first when needed. First
+ * one exec of `sh -c SCRIPT` (runner/boot.h): the container's `uname -m` picks the local agent,
+ * which is used where DIR/.sbx-agent-<first 12 hex of its SHA-256> already is (DIR: /tmp,
+ * /dev/shm, /var/tmp, /run, /) or else sent on the same stdin and placed in the first of those
+ * where it can be written and run. When that fails (no shell, a stale file at that name): the
+ * container's labels (sbx.arch, sbx.agent) or its image's architecture, a session to the
+ * remembered place ($SBX_PODMAN_DIR, default /run/sbx/podman, or the sbx.agent label), then
+ * `ENGINE cp` (or streaming) to the first usable DIR; a copy there is used only when HELLO's
+ * SHA-256 equals the local file's. agent_dir: NULL for sbx_agent_dir(). $SBX_NO_BOOT=1 skips
+ * the one-exec way, $SBX_PODMAN_COPY=stream skips it and ENGINE cp (for tests).
  * SBX_EUNAVAILABLE: the container is absent or not running, or nothing worked. */
 int sbx_podman_open(const char *engine, const char *name, const char *agent_dir, double timeout_s,
                     struct sbx_session **s, struct sbx_podman_inject *info, struct sbx_err *e);

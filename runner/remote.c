@@ -1,5 +1,5 @@
 /* kubectl:POD[/CONTAINER][@NAMESPACE] and ssh:[USER@]HOST[:PORT]: spec parsing, channel
- * argv, and injection by streaming through the channel (runner/inject.c). Nothing here talks
+ * argv, and injection through the channel (runner/boot.c, runner/inject.c). Nothing here talks
  * to an API server or a socket: every step is one kubectl or ssh process. */
 #include "remote.h"
 
@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "boot.h"
 
 struct vec {
 	char **w;
@@ -215,6 +217,15 @@ int sbx_remote_open(const struct sbx_remote *rm, const char *agent_dir, double t
 	        .found = found,
 	        .what = rm->what,
 	};
+	const char *nb = getenv("SBX_NO_BOOT");
+	if (nb == NULL || strcmp(nb, "1") != 0) {
+		/* One exec: the agent found or delivered and started by the sandbox's shell. */
+		struct sbx_err be;
+		if (sbx_boot_open(&t, agent_dir, timeout_s, s, res, &be) == 0)
+			return 0;
+		if (be.cls == SBX_EUSAGE)
+			return sbx_err_set(e, be.cls, be.errnum, "%s: %s", rm->what, be.msg);
+	}
 	char arch[16], dir[PATH_MAX], local[PATH_MAX];
 	if (sbx_inject_survey(&t, timeout_s, arch, sizeof arch, found, sizeof found, e) != 0)
 		return -1;

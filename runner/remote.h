@@ -26,10 +26,11 @@ int sbx_remote_parse(const char *spec, struct sbx_remote *rm, struct sbx_err *e)
 
 void sbx_remote_free(struct sbx_remote *rm);
 
-/* Finds the sandbox's architecture (uname -m through the channel), picks
- * agent_dir/ARCH/sbx-agent (NULL: sbx_agent_dir()) and opens a checked session to it,
- * injecting it first when needed (sbx_inject_open, streaming only, each candidate folder tried
- * before anything is copied). SBX_EUNAVAILABLE when the channel fails or nothing worked. */
+/* Opens a checked session to agent_dir/ARCH/sbx-agent (NULL: sbx_agent_dir()) for the
+ * sandbox's architecture, injecting it when needed: first in one exec (runner/boot.h), then,
+ * when that fails or $SBX_NO_BOOT=1, the older way: a survey exec (uname -m, agents there),
+ * then sbx_inject_open (streaming only, each candidate folder tried before anything is
+ * copied). SBX_EUNAVAILABLE when the channel fails or nothing worked. */
 int sbx_remote_open(const struct sbx_remote *rm, const char *agent_dir, double timeout_s,
                     struct sbx_session **s, struct sbx_inject_result *res, struct sbx_err *e);
 

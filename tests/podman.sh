@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # podman.sh SBX: the podman:NAME runner end to end, as root, with real OCI containers (runc,
 # cgroupfs). Imports build/images/{busybox,debian,noshell}-x86_64.tar under names of its own;
-# for each: create, first use injects (HELLO's SHA-256 is the local agent's), probes, exec, an
-# upload-dir/download-dir round trip with modes, a supervised run with a signed receipt
-# (images with a shell). Injection cases: missing, stale (garbage and another agent at the
-# expected path), noexec /tmp, streaming without `podman cp`, no shell. Measures injection +
-# first HELLO against `podman exec N true`, and 1000 kind probes over one session against
-# `podman exec N sh -c '[ -d /tmp ]'`. Every container and image it made is removed on exit.
+# for each: create, first use runs init's own binary (HELLO's SHA-256 is the local agent's),
+# probes, exec, an upload-dir/download-dir round trip with modes, a supervised run with a
+# signed receipt (images with a shell). Injection into containers sbx did not create: missing
+# (delivered in one exec), reused, stale (garbage and another agent at the expected path),
+# noexec /tmp, the older ways (streaming, `podman cp`), no shell; podman calls are counted
+# through a logging wrapper. Measures injection + first HELLO against `podman exec N true`,
+# and 1000 kind probes over one session against `podman exec N sh -c '[ -d /tmp ]'`. Every
+# container and image it made is removed on exit.
 set -euo pipefail
 [ "${SBX_TRACE:-}" = 1 ] && set -x
 sbx=$(realpath "$1")
@@ -38,7 +40,27 @@ calc() { python3 -c "print($*)"; }
 agent=$top/build/agent/x86_64/sbx-agent
 sha=$(sha256sum "$agent" | cut -d' ' -f1)
 fname=.sbx-agent-${sha:0:12}
-hint() { cut -d' ' -f2 "$SBX_PODMAN_DIR/podman-$1"; }
+# A podman that logs its subcommand: L runs sbx with it, calls prints what it was asked.
+mkdir -p "$w/bin"
+printf '#!/bin/sh\necho "$1" >>%s/calls\nexec %s "$@"\n' "$w" "$(command -v podman)" >"$w/bin/podman"
+chmod 0755 "$w/bin/podman"
+L() { : >"$w/calls"; PATH="$w/bin:$PATH" S "$@"; }
+calls() { paste -sd' ' "$w/calls"; }
+# A container sbx did not create (its PID 1 is the image's program, no agent inside).
+lim() { local n; n=$(ulimit "$1"); [ "$n" = unlimited ] || [ "$n" -gt "$2" ] && n=$2; echo "$n"; }
+foreign() { # NAME IMAGE [ENGINE ARGS...] -- CMD...
+	local n=$1 img=$2 a=()
+	shift 2
+	while [ "$1" != -- ]; do a+=("$1"); shift; done
+	shift
+	podman --runtime runc --cgroup-manager cgroupfs run -d --name "$n" --network none \
+		--ulimit "nofile=$(lim -n 20000):$(lim -n 20000)" --ulimit "nproc=$(lim -u 1000):$(lim -u 1000)" \
+		"${a[@]}" "$img" "$@" >/dev/null || die "podman run $n"
+}
+inside_sha() { podman exec "$1" sha256sum "$2" | cut -d' ' -f1; }
+where() { # where the agent file is in a BusyBox container
+	podman exec "$1" sh -c "for d in /tmp /dev/shm /var/tmp /run ''; do [ -f \$d/$fname ] && echo \$d/$fname; done; true"
+}
 
 # Our own names for the tarballs (and their .sbx-image folders), so cleanup removes only ours.
 for img in busybox-x86_64 debian-x86_64 noshell-x86_64; do
@@ -62,11 +84,15 @@ for img in busybox-x86_64 debian-x86_64 noshell-x86_64; do
 		die "$img: create"
 	"$sbx" sandbox status "podman:$n" | grep -q "^podman:$n running arch x86_64 " || die "$img: status"
 	ok "$img: imported as sbx-$p-$img, container $n created and running (init is the agent)"
-	S "$n" hello >"$w/hello" || die "$img: hello"
+	L "$n" hello >"$w/hello" || die "$img: hello"
 	grep -qx "sha256 $sha" "$w/hello" || die "$img: HELLO's sha256 is not the local agent's: $(cat "$w/hello")"
-	[ "$(hint "$n")" = "/tmp/$fname" ] || die "$img: agent at $(hint "$n")"
-	[ "$(S "$n" stat "/tmp/$fname" | cut -d' ' -f2-3)" = "file 0755" ] || die "$img: agent mode"
-	ok "$img: first use injected /tmp/$fname (0755); HELLO's sha256 is the local agent's"
+	# Without a shell the one-exec way fails; inspect then names init's binary (label sbx.agent).
+	want=exec
+	[ "$img" = noshell-x86_64 ] && want="exec inspect exec"
+	[ "$(calls)" = "$want" ] || die "$img: first use took podman calls: $(calls)"
+	[ "$(S "$n" kind "/$fname")" = file ] && [ "$(S "$n" kind "/tmp/$fname")" = absent ] ||
+		die "$img: the agent should run from init's /$fname, nothing copied"
+	ok "$img: first use runs init's own binary /$fname (named by its digest; nothing copied) with podman calls: $want; HELLO's sha256 is the local agent's"
 	[ "$(S "$n" kind /etc)" = dir ] && [ "$(S "$n" kind /nonexistent)" = absent ] &&
 		[ "$(S "$n" resolve /proc/self/..)" = /proc ] || die "$img: probes"
 	ok "$img: probes (kind dir/absent, resolve)"
@@ -103,48 +129,68 @@ for img in busybox-x86_64 debian-x86_64 noshell-x86_64; do
 	fi
 done
 
-# ---- injection cases (BusyBox) ----
-n=$p-busybox
+# ---- injection into containers sbx did not create (BusyBox, shell-less) ----
+bb=sbx-$p-busybox-x86_64
+n=$p-f1
+foreign "$n" "$bb" -- sleep 1000000
+L "$n" hello | grep -qx "sha256 $sha" || die "missing: hello"
+[ "$(calls)" = exec ] || die "missing: podman calls: $(calls)"
+[ "$(where "$n")" = "/tmp/$fname" ] && [ "$(inside_sha "$n" "/tmp/$fname")" = "$sha" ] &&
+	[ "$(podman exec "$n" stat -c %a "/tmp/$fname")" = 755 ] || die "missing: agent at $(where "$n")"
+[ -z "$(podman exec "$n" sh -c 'ls -a /tmp | grep "^\.sbx-agent-.*\." || true')" ] || die "missing: a temporary left"
+ok "missing: delivered and started in one podman exec (sh reports uname -m, receives the agent on the same stdin): /tmp/$fname 0755, identical bytes, no temporary left"
 before=$(podman exec "$n" stat -c '%i %Z' "/tmp/$fname")
 sleep 1
-S "$n" hello >/dev/null
-[ "$(podman exec "$n" stat -c '%i %Z' "/tmp/$fname")" = "$before" ] || die "reuse: the agent was copied again"
-ok "reuse: a second connection finds the agent (hint in \$SBX_PODMAN_DIR) and does not copy"
+L "$n" hello >/dev/null
+[ "$(calls)" = exec ] && [ "$(podman exec "$n" stat -c '%i %Z' "/tmp/$fname")" = "$before" ] ||
+	die "reuse: copied again or more calls: $(calls)"
+ok "reuse: a second connection is one podman exec that finds /tmp/$fname (same inode and ctime)"
 podman exec "$n" sh -c "printf '#!/bin/sh\necho garbage\n' > /tmp/$fname; chmod 0755 /tmp/$fname"
 S "$n" hello | grep -qx "sha256 $sha" || die "stale script not replaced"
-[ "$(podman exec "$n" sha256sum "/tmp/$fname" | cut -d' ' -f1)" = "$sha" ] || die "stale file still there"
-ok "stale: a script planted at /tmp/$fname is replaced; HELLO matches"
+[ "$(inside_sha "$n" "/tmp/$fname")" = "$sha" ] || die "stale file still there"
+ok "stale: a script planted at /tmp/$fname (it prints garbage where frames belong) is replaced; HELLO matches"
 podman cp "$top/build/agent/i386/sbx-agent" "$n:/tmp/$fname"
-[ "$(podman exec "$n" sha256sum "/tmp/$fname" | cut -d' ' -f1)" != "$sha" ] || die "plant"
+[ "$(inside_sha "$n" "/tmp/$fname")" != "$sha" ] || die "plant"
 S "$n" hello | grep -qx "sha256 $sha" || die "another agent not replaced"
-[ "$(podman exec "$n" sha256sum "/tmp/$fname" | cut -d' ' -f1)" = "$sha" ] || die "other agent still there"
+[ "$(inside_sha "$n" "/tmp/$fname")" = "$sha" ] || die "other agent still there"
 ok "stale: another agent (i386, a different SHA-256) at the expected path answers HELLO; replaced"
-rm -f "$SBX_PODMAN_DIR/podman-$n"
 podman exec "$n" rm -f "/tmp/$fname"
-S "$n" hello | grep -qx "sha256 $sha" || die "missing agent"
-ok "missing: the agent deleted inside the container (and no hint) is injected again"
+L "$n" hello | grep -qx "sha256 $sha" || die "missing agent"
+[ "$(calls)" = exec ] && [ "$(where "$n")" = "/tmp/$fname" ] || die "deleted: $(calls)"
+ok "missing again: the agent deleted inside the container is delivered again in one exec"
 
 n=$p-noexec
-"$sbx" sandbox create --runner podman --image "sbx-$p-busybox-x86_64" --name "$n" \
-	--engine-arg --tmpfs=/tmp:rw,noexec >/dev/null
+foreign "$n" "$bb" --tmpfs=/tmp:rw,noexec -- sleep 1000000
 podman exec "$n" grep -q ' /tmp tmpfs .*noexec' /proc/mounts || die "no noexec /tmp"
-S "$n" hello | grep -qx "sha256 $sha" || die "noexec: hello"
-where=$(hint "$n")
-case $where in /tmp/*) die "noexec: agent at $where" ;; esac
-ok "noexec /tmp (--tmpfs /tmp:rw,noexec; /dev/shm is noexec too): the agent runs from $where"
+L "$n" hello | grep -qx "sha256 $sha" || die "noexec: hello"
+at=$(where "$n")
+case $at in "" | /tmp/* | /dev/shm/*) die "noexec: agent at '$at'" ;; esac
+[ "$(calls)" = exec ] && [ -z "$(podman exec "$n" sh -c 'ls -a /tmp /dev/shm | grep sbx-agent || true')" ] ||
+	die "noexec: $(calls), or something left in /tmp or /dev/shm"
+ok "noexec /tmp (--tmpfs /tmp:rw,noexec; /dev/shm is noexec too): one exec; the agent runs from $at, nothing left in /tmp or /dev/shm"
 
 n=$p-stream
-"$sbx" sandbox create --runner podman --image "sbx-$p-busybox-x86_64" --name "$n" >/dev/null
+foreign "$n" "$bb" -- sleep 1000000
 SBX_PODMAN_COPY=stream S "$n" hello | grep -qx "sha256 $sha" || die "stream: hello"
 [ "$(podman exec "$n" stat -c %a "/tmp/$fname")" = 755 ] || die "stream: mode"
-ok "without podman cp: streamed through sh -c 'cat > tmp && chmod && mv' (0755); HELLO matches"
+ok "the older way, without podman cp: streamed through sh -c 'cat > tmp && chmod && mv' (0755); HELLO matches"
+n=$p-cp
+foreign "$n" "$bb" -- sleep 1000000
+: >"$w/calls"
+SBX_NO_BOOT=1 PATH="$w/bin:$PATH" S "$n" hello | grep -qx "sha256 $sha" || die "cp: hello"
+[ "$(calls)" = "inspect image cp exec" ] && [ "$(inside_sha "$n" "/tmp/$fname")" = "$sha" ] ||
+	die "cp: podman calls: $(calls)"
+ok "without the one-exec way (SBX_NO_BOOT=1): inspect, image inspect, podman cp, exec; the agent at /tmp/$fname"
+
 n=$p-noshell2
-"$sbx" sandbox create --runner podman --image "sbx-$p-noshell-x86_64" --name "$n" >/dev/null
+foreign "$n" "sbx-$p-noshell-x86_64" -- /hello --wait
 rc=0
 SBX_PODMAN_COPY=stream S "$n" hello >/dev/null 2>&1 || rc=$?
 [ $rc = 3 ] || die "noshell: streaming should fail without a shell (exit $rc)"
-S "$n" hello | grep -qx "sha256 $sha" || die "noshell: native copy"
-ok "no shell: streaming cannot work (unavailable, exit 3); the native copy (podman cp) does"
+L "$n" hello | grep -qx "sha256 $sha" || die "noshell: native copy"
+[ "$(calls)" = "exec inspect image cp exec" ] && [ "$(S "$n" kind "/tmp/$fname")" = file ] ||
+	die "noshell: podman calls: $(calls)"
+ok "no shell: the one-exec way and streaming cannot work (streaming: unavailable, exit 3); the native copy does (exec refused, inspect, image inspect, podman cp, exec)"
 
 rc=0
 S "$p-absent" hello 2>/dev/null || rc=$?
@@ -160,7 +206,7 @@ ok "absent and stopped containers: unavailable (exit 3); status exits 1"
 
 # ---- figures ----
 n=$p-bench
-"$sbx" sandbox create --runner podman --image "sbx-$p-busybox-x86_64" --name "$n" >/dev/null
+foreign "$n" "$bb" -- sleep 1000000
 t0=$(now)
 podman exec "$n" true
 t1=$(now)
@@ -181,7 +227,7 @@ per_p=$(calc "($t2-$t1)/20")
 echo "  figure: 1000 kind probes over one session $(calc "round($t1-$t0,3)") s ($(calc "round($per_s*1e6)") us each, session start included); podman exec sh -c '[ -d /tmp ]' $(calc "round($per_p*1e3,1)") ms each; x$(calc "round($per_p/$per_s)") per probe"
 ok "figures measured (1000 answers, all dir)"
 
-for c in busybox debian noshell noshell2 noexec stream bench; do "$sbx" sandbox rm "podman:$p-$c"; done
+for c in busybox debian noshell f1 noshell2 noexec stream cp bench; do "$sbx" sandbox rm "podman:$p-$c"; done
 "$sbx" sandbox rm "podman:$p-busybox"
 [ "$("$sbx" sandbox status "podman:$p-busybox" || true)" = "podman:$p-busybox absent" ] || die "rm"
 ok "sandbox rm removes containers; rm of an absent one succeeds"

@@ -5,7 +5,8 @@
 # "pod" (a copy of build/images/busybox-x86_64 entered with unshare -m + chroot, its own /proc
 # and a tmpfs /dev); a private sshd on 127.0.0.1 (throwaway keys, its own mount namespace with
 # a private /tmp and /run) stands for a machine reached by ssh. Checks argv construction,
-# injection by streaming (0755, HELLO's SHA-256), reuse without a copy (same inode), stale
+# injection in one exec and by the older streaming (0755, HELLO's SHA-256), reuse without a
+# copy (same inode), stale
 # agents replaced, noexec /tmp, no shell, and exec/sh/transfers through both. Everything it
 # made (temp folders, sshd) goes on exit.
 set -euo pipefail
@@ -70,7 +71,7 @@ cat >"$w/bin/kubectl" <<'FAKE'
 # $FAKE_PODS/NS/POD (default namespace "default") in a private mount namespace with its own
 # /proc and a tmpfs /dev; anything else is refused (exit 90, a BAD line in the log).
 set -eu
-printf '%s\n' "$(printf '<%s>' "$@")" >>"$FAKE_LOG"
+printf 'CALL\n%s\n' "$(printf '<%s>' "$@")" >>"$FAKE_LOG"
 bad() {
 	echo "BAD $*" >>"$FAKE_LOG"
 	echo "fake kubectl: $*" >&2
@@ -131,7 +132,9 @@ K() { # SPEC ARGS...
 	"$sbx" --runner "kubectl:$spec" "$@"
 }
 nocall() { ! grep -q "$1" "$log"; }
-# Each spec form: the channel's words, uname first, then the agent; never -t.
+ncalls() { grep -c '^CALL$' "$log"; }
+# Each spec form: the channel's words; one exec whose shell reports uname -m, receives the
+# agent on the same stdin and execs it; never -t.
 for c in "p1||" "p2|main|" "p3||team" "p4|side|team"; do
 	IFS='|' read -r p ctr ns <<<"$c"
 	spec=$p${ctr:+/$ctr}${ns:+@$ns}
@@ -139,33 +142,31 @@ for c in "p1||" "p2|main|" "p3||team" "p4|side|team"; do
 	: >"$log"
 	K "$spec" hello >"$w/hello" || die "kubectl:$spec: hello ($(cat "$log"))"
 	grep -qx "sha256 $sha" "$w/hello" || die "kubectl:$spec: HELLO's sha256: $(cat "$w/hello")"
-	grep -qF "$pre<sh><-c><echo \"sbx-machine:\$(uname -m)\"; for f in /tmp/.sbx-agent-* " "$log" ||
-		die "kubectl:$spec: no survey (uname -m) call: $(cat "$log")"
-	grep -qxF "$pre</tmp/$fname><serve>" "$log" || die "kubectl:$spec: no serve call: $(cat "$log")"
-	[ "$(grep -cvF "$pre" "$log")" = 0 ] || die "kubectl:$spec: other argv: $(cat "$log")"
+	[ "$(ncalls)" = 1 ] && [ "$(sed -n 2p "$log")" = "$pre<sh><-c><echo \"sbx-machine:\$(uname -m)\"" ] ||
+		die "kubectl:$spec: not one exec of sh -c SCRIPT: $(cat "$log")"
 	nocall '<-t>' && nocall '^BAD' || die "kubectl:$spec: $(cat "$log")"
-	ok "kubectl:$spec: argv 'kubectl exec -i ${ns:+-n $ns }$p ${ctr:+-c $ctr }-- ...' (sh -c 'uname -m; ...', then {agent} serve; no -t); HELLO's sha256 is the local agent's"
+	ok "kubectl:$spec: one call 'kubectl exec -i ${ns:+-n $ns }$p ${ctr:+-c $ctr }-- sh -c SCRIPT sh' (uname -m, the agent on the same stdin, exec'd; no -t); HELLO's sha256 is the local agent's"
 done
 
 root=$w/pods/default/p1
 [ "$(stat -c %a "$root/tmp/$fname")" = 755 ] && cmp -s "$agent" "$root/tmp/$fname" ||
 	die "kubectl: injected file"
-: >"$log"
-K p1 hello >/dev/null
+[ -z "$(find "$root/tmp" -name "$fname.*")" ] || die "kubectl: a temporary left"
 before=$(stat -c '%i %Z' "$root/tmp/$fname")
 sleep 1
+: >"$log"
 K p1 hello | grep -qx "sha256 $sha" || die "kubectl: second hello"
 [ "$(stat -c '%i %Z' "$root/tmp/$fname")" = "$before" ] || die "kubectl: the agent was copied again"
-grep -q 'cat > ' "$log" && die "kubectl: a stream call on reuse: $(cat "$log")"
-[ "$(grep -c '<serve>' "$log")" = 2 ] || die "kubectl: reuse opened more than one channel each: $(cat "$log")"
-ok "kubectl: first use streamed the agent into the pod's /tmp/$fname (0755, identical bytes); a second use reuses it (same inode and ctime; one survey exec for uname -m and the agents there, then one channel; no copy)"
-# The streaming call as recorded: sh -c 'cat > tmp && chmod 0755 tmp && mv -f tmp final'.
+[ "$(ncalls)" = 1 ] || die "kubectl: reuse took more than one call: $(cat "$log")"
+ok "kubectl: first use delivered the agent to the pod's /tmp/$fname (0755, identical bytes, no temporary left); a second use is one call that finds it (same inode and ctime)"
+# The older way (SBX_NO_BOOT=1): a survey, sh -c 'cat > tmp && chmod 0755 tmp && mv -f tmp final'.
 rm -f "$w/pods/default/p2/tmp/$fname"
 : >"$log"
-K p2/main hello >/dev/null
-grep -q "<--><sh><-c><t=.*cat > .*chmod 0755.*mv -f.*><sh></tmp/$fname>\$" "$log" ||
+SBX_NO_BOOT=1 K p2/main hello >/dev/null
+grep -q "<--><sh><-c><t=.*cat > .*chmod 0755.*mv -f.*><sh></tmp/$fname>\$" "$log" &&
+	grep -qF "<sh><-c><echo \"sbx-machine:\$(uname -m)\"; for f in /tmp/.sbx-agent-* " "$log" ||
 	die "kubectl: the stream call: $(cat "$log")"
-ok "kubectl: a missing agent is streamed again through 'kubectl exec -i ... -- sh -c \"cat > tmp && chmod 0755 tmp && mv -f tmp final\" sh /tmp/$fname'"
+ok "kubectl: SBX_NO_BOOT=1: a survey exec, then streamed through 'kubectl exec -i ... -- sh -c \"cat > tmp && chmod 0755 tmp && mv -f tmp final\" sh /tmp/$fname'"
 
 printf '#!/bin/sh\necho garbage\n' >"$root/tmp/$fname"
 chmod 0755 "$root/tmp/$fname"
@@ -195,8 +196,8 @@ sleep 1
 : >"$log"
 K nx hello | grep -qx "sha256 $sha" || die "kubectl: noexec second hello"
 [ "$(stat -c '%i %Z' "$nxr/var/tmp/$fname")" = "$before" ] || die "kubectl: noexec: copied again"
-grep -q 'cat > ' "$log" && die "kubectl: noexec: a stream call on reuse"
-ok "kubectl: noexec /tmp: nothing left there (the streamed copy runs --version before taking its name); the agent runs from /var/tmp/$fname, and a later use finds it there without copying"
+[ "$(ncalls)" = 1 ] || die "kubectl: noexec: reuse took more than one call"
+ok "kubectl: noexec /tmp: nothing left there (a copy runs --version before taking its name); the agent runs from /var/tmp/$fname, and a later use finds it there in one call"
 
 rc=0
 K bare hello 2>"$w/err" >/dev/null || rc=$?
@@ -274,7 +275,7 @@ S hello >"$w/hello" || die "ssh: hello"
 grep -qx "sha256 $sha" "$w/hello" || die "ssh: HELLO's sha256: $(cat "$w/hello")"
 [ "$(stat -c %a "$there/tmp/$fname")" = 755 ] && cmp -s "$agent" "$there/tmp/$fname" ||
 	die "ssh: injected file"
-ok "ssh:$sp: first use streamed the agent to /tmp/$fname (0755, identical bytes); HELLO's sha256 is the local agent's"
+ok "ssh:$sp: first use delivered the agent to /tmp/$fname (0755, identical bytes); HELLO's sha256 is the local agent's"
 before=$(stat -c '%i %Z' "$there/tmp/$fname")
 sleep 1
 S hello | grep -qx "sha256 $sha" || die "ssh: second hello"
@@ -328,4 +329,4 @@ S hello >/dev/null
 t2=$(now)
 S hello >/dev/null
 t3=$(now)
-echo "  figure: ssh true $(calc "round($t1-$t0,3)") s; injection + first HELLO $(calc "round($t2-$t1,3)") s; later HELLO $(calc "round($t3-$t2,3)") s (survey + channel)"
+echo "  figure: ssh true $(calc "round($t1-$t0,3)") s; injection + first HELLO $(calc "round($t2-$t1,3)") s; later HELLO $(calc "round($t3-$t2,3)") s"
