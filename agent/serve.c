@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include "exec.h"
 #include "frame.h"
 #include "hello.h"
+#include "lane.h"
 #include "msg.h"
 #include "outq.h"
 #include "probe.h"
@@ -57,6 +59,10 @@ struct job {
 
 struct serve {
 	int in_fd, out_fd, sig_fd;
+	/* The direct lane: a listener while one is offered; once taken, in_fd and out_fd are
+	 * the socket and life_fd is the exec channel's stdin, read only for its end. */
+	struct sbx_lane_listen lane;
+	int life_fd;
 	int in_eof, out_broken, welcomed;
 	struct sbx_frame_dec dec;
 	uint8_t *decbuf;
@@ -256,6 +262,33 @@ static void commit_xfer(struct serve *s, const struct sbx_frame *f, struct sbx_m
 	sbx_msgw_i64(w, SBX_T_STATUS, 0);
 }
 
+#define LANE_WAIT_NS (10 * 1000000000LL)
+
+/* LANE: listen, answer where. Only on a quiet session (no job, no lane yet): the switch
+ * must not cut a stream in half. */
+static void offer_lane(struct serve *s, const struct sbx_frame *f, struct sbx_msgw *w)
+{
+	struct sbx_field tok;
+	if (s->jobs != NULL || s->life_fd >= 0 || s->lane.fd >= 0) {
+		respond_error(s, f->stream, SBX_EUSAGE, 0,
+		              "lane: only once, and with nothing else running");
+		return;
+	}
+	if (sbx_msg_find(f->payload, f->len, SBX_T_TOKEN, &tok) != 1 ||
+	    tok.len != SBX_LANE_TOKEN_LEN) {
+		respond_error(s, f->stream, SBX_EUSAGE, 0, "lane: no token");
+		return;
+	}
+	char err[160];
+	if (sbx_lane_listen(&s->lane, tok.val, now_ns() + LANE_WAIT_NS, err, sizeof err) != 0) {
+		respond_error(s, f->stream, SBX_EUNAVAILABLE, errno, err);
+		return;
+	}
+	sbx_msgw_i64(w, SBX_T_STATUS, 0);
+	sbx_msgw_str(w, SBX_T_PATH, s->lane.path);
+	queue(s, SBX_LANE_CTRL, SBX_F_RESPONSE, 0, f->stream, s->resp, w->len);
+}
+
 static void on_request(struct serve *s, const struct sbx_frame *f)
 {
 	struct sbx_field op;
@@ -293,6 +326,9 @@ static void on_request(struct serve *s, const struct sbx_frame *f)
 	case SBX_OP_COMMIT:
 		commit_xfer(s, f, &w);
 		break;
+	case SBX_OP_LANE:
+		offer_lane(s, f, &w);
+		return;
 	case SBX_OP_SUP_RUN:
 		sbx_supctl_run(f->payload, f->len, &w);
 		break;
@@ -728,6 +764,68 @@ static int tend_jobs(struct serve *s)
 	return ms > 60000 ? 60000 : (int)ms;
 }
 
+enum { OWN_IN, OWN_SIG, OWN_OUT, OWN_LANE, OWN_LIFE };
+
+static void drain(struct serve *s);
+
+/* Closes a lane offer past its deadline; the poll timeout shortened to that deadline. */
+static int lane_tend(struct serve *s, int timeout)
+{
+	if (s->lane.fd < 0)
+		return timeout;
+	int64_t left = s->lane.deadline_ns - now_ns();
+	if (left <= 0) {
+		sbx_lane_close(&s->lane);
+		return timeout;
+	}
+	int ms = (int)((left + 999999) / 1000000);
+	return timeout < 0 || ms < timeout ? ms : timeout;
+}
+
+/* A connection to the lane: when it passes, everything queued goes out on stdout first, then
+ * the session continues on the socket. */
+static int lane_take(struct serve *s)
+{
+	int c = sbx_lane_take(&s->lane);
+	if (c < 0)
+		return 0;
+	drain(s);
+	if (!sbx_outq_empty(&s->out) || sbx_frame_dec_midframe(&s->dec)) {
+		close(c);
+		return fail(s, "lane: the exec channel was not quiet at the switch");
+	}
+	int out = fcntl(c, F_DUPFD_CLOEXEC, 3);
+	if (out < 0) {
+		close(c);
+		return fail(s, "lane: dup failed");
+	}
+	int big = 1 << 20;
+	setsockopt(c, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+	setsockopt(c, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+	/* stdout is not written again; /dev/null keeps its number taken. */
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, s->out_fd);
+		close(null);
+	}
+	s->life_fd = s->in_fd;
+	s->in_fd = c;
+	s->out_fd = out;
+	return 0;
+}
+
+/* The exec channel's stdin after the switch: its end ends the session; bytes are a fault. */
+static int read_life(struct serve *s)
+{
+	char b[64];
+	ssize_t n = read(s->life_fd, b, sizeof b);
+	if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+		s->in_eof = 1;
+		return 0;
+	}
+	return n > 0 ? fail(s, "lane: the host wrote on stdin after the switch") : 0;
+}
+
 static int loop(struct serve *s)
 {
 	struct pollfd pfd[3 + 4 * MAX_JOBS];
@@ -739,14 +837,23 @@ static int loop(struct serve *s)
 			return -1;
 		if (s->in_eof || s->out_broken)
 			return 0;
+		timeout = lane_tend(s, timeout);
 		int n = 0;
 		pfd[n] = (struct pollfd){.fd = s->in_fd, .events = POLLIN};
-		owner[n++] = NULL;
+		owner[n] = NULL, chan[n++] = OWN_IN;
 		pfd[n] = (struct pollfd){.fd = s->sig_fd, .events = POLLIN};
-		owner[n++] = NULL;
+		owner[n] = NULL, chan[n++] = OWN_SIG;
 		if (!sbx_outq_empty(&s->out)) {
 			pfd[n] = (struct pollfd){.fd = s->out_fd, .events = POLLOUT};
-			owner[n++] = NULL;
+			owner[n] = NULL, chan[n++] = OWN_OUT;
+		}
+		if (s->lane.fd >= 0) {
+			pfd[n] = (struct pollfd){.fd = s->lane.fd, .events = POLLIN};
+			owner[n] = NULL, chan[n++] = OWN_LANE;
+		}
+		if (s->life_fd >= 0) {
+			pfd[n] = (struct pollfd){.fd = s->life_fd, .events = POLLIN};
+			owner[n] = NULL, chan[n++] = OWN_LIFE;
 		}
 		int room = s->out.bulk_bytes < BULK_LIMIT;
 		for (struct job *j = s->jobs; j != NULL; j = j->next) {
@@ -777,13 +884,18 @@ static int loop(struct serve *s)
 			if (pfd[i].revents == 0)
 				continue;
 			if (owner[i] == NULL) {
-				if (pfd[i].fd == s->in_fd) {
+				if (chan[i] == OWN_IN) {
 					if (read_input(s) != 0)
 						return -1;
-				} else if (pfd[i].fd == s->sig_fd) {
+				} else if (chan[i] == OWN_SIG) {
 					reap(s);
-				} else {
+				} else if (chan[i] == OWN_OUT) {
 					flush_output(s);
+				} else if (chan[i] == OWN_LANE) {
+					if (lane_take(s) != 0)
+						return -1;
+				} else if (read_life(s) != 0) {
+					return -1;
 				}
 			} else if (chan[i] == -1) {
 				read_res(owner[i]);
@@ -817,6 +929,8 @@ int sbx_serve(int in_fd, int out_fd)
 	memset(&s, 0, sizeof s);
 	s.in_fd = in_fd;
 	s.out_fd = out_fd;
+	s.life_fd = -1;
+	sbx_lane_init(&s.lane);
 	s.host_window = SBX_WINDOW_DEFAULT;
 	sbx_outq_init(&s.out);
 	s.decbuf = malloc(SBX_FRAME_HDR + SBX_FRAME_MAX_PAYLOAD);
@@ -847,6 +961,7 @@ int sbx_serve(int in_fd, int out_fd)
 	queue(&s, SBX_LANE_CTRL, SBX_F_HELLO, 0, 0, s.resp, w.len);
 
 	int rc = loop(&s);
+	sbx_lane_close(&s.lane);
 	for (struct job *j = s.jobs; j != NULL; j = j->next)
 		kill_job(j);
 	drain(&s);

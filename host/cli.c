@@ -480,6 +480,8 @@ static int cmd_simple(const struct opts *o, struct sbx_session *s, const char *c
 			sbx_jw_key(&w, "ok");
 			sbx_jw_bool(&w, 1);
 			json_hello(&w, h);
+			sbx_jw_key(&w, "channel");
+			sbx_jw_str(&w, sbx_session_channel(s));
 		} else {
 			char hex[65];
 			sbx_hex(h->sha256, 32, hex);
@@ -492,7 +494,7 @@ static int cmd_simple(const struct opts *o, struct sbx_session *s, const char *c
 			for (unsigned i = 0; i < sizeof cap_names / sizeof cap_names[0]; i++)
 				if (h->caps & (1 << i))
 					printf(" %s", cap_names[i]);
-			printf("\nsha256 %s\n", hex);
+			printf("\nsha256 %s\nchannel %s\n", hex, sbx_session_channel(s));
 		}
 	} else if (strcmp(cmd, "ping") == 0) {
 		double rtt;
@@ -767,6 +769,8 @@ static int session_one(struct sbx_session *s, const struct sbx_json *req, struct
 		sbx_jw_key(w, "ok");
 		sbx_jw_bool(w, 1);
 		json_hello(w, sbx_session_hello(s));
+		sbx_jw_key(w, "channel");
+		sbx_jw_str(w, sbx_session_channel(s));
 		return 0;
 	}
 	if (strcmp(op, "ping") == 0) {

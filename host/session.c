@@ -610,6 +610,7 @@ int sbx_session_open_boot(struct sbx_session **out, char *const argv_template[],
 		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "session");
 	}
 	s->to_fd = s->from_fd = s->err_fd = -1;
+	s->life_in = s->life_out = -1;
 	s->next_id = 1;
 	s->timeout = timeout_s > 0 ? timeout_s : 30;
 	struct sigaction sa;
@@ -718,6 +719,10 @@ void sbx_session_close(struct sbx_session *s)
 		return;
 	if (s->to_fd >= 0)
 		close(s->to_fd);
+	if (s->life_in >= 0)
+		close(s->life_in);
+	if (s->life_out >= 0)
+		close(s->life_out);
 	if (s->pid > 0) {
 		/* EOF tells the agent to finish; give the channel two seconds, then kill it. */
 		int64_t end = sbx_now_ns() + ns(2.0);
@@ -757,6 +762,11 @@ void sbx_session_close(struct sbx_session *s)
 const struct sbx_hello *sbx_session_hello(const struct sbx_session *s)
 {
 	return &s->hello;
+}
+
+const char *sbx_session_channel(const struct sbx_session *s)
+{
+	return s->life_in >= 0 ? "lane" : "exec";
 }
 
 void sbx_session_set_timeout(struct sbx_session *s, double seconds)

@@ -9,13 +9,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "arch.h"
 #include "boot.h"
 #include "inject.h"
+#include "session.h"
 #include "runner.h"
 
 #define ENGINE_TIMEOUT 120.0
@@ -565,6 +569,135 @@ static int native_copy(void *ctx, const char *local, const char *dst)
 	return ok ? 0 : -1;
 }
 
+/* ---- the direct lane ---- */
+
+/* Field 22 of /proc/PID/stat (start time in clock ticks); 0 when unreadable. */
+static unsigned long long start_time(pid_t pid)
+{
+	char p[64], buf[1024];
+	snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(p, "r");
+	if (f == NULL)
+		return 0;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *q = strrchr(buf, ')');
+	unsigned long long v = 0;
+	for (int field = 2; q != NULL && field < 22; field++)
+		q = strchr(q + 1, ' ');
+	if (q != NULL)
+		v = strtoull(q + 1, NULL, 10);
+	return v;
+}
+
+static int pid_hint_path(const char *engine, const char *name, char *out, size_t cap)
+{
+	char p[PATH_MAX];
+	if (hint_path(engine, name, p, sizeof p) != 0)
+		return -1;
+	return (size_t)snprintf(out, cap, "%s.pid", p) >= cap ? -1 : 0;
+}
+
+/* The container's PID 1 as remembered, when that process still is the one remembered. */
+static pid_t pid_hint_read(const char *engine, const char *name)
+{
+	char p[PATH_MAX];
+	if (pid_hint_path(engine, name, p, sizeof p) != 0)
+		return 0;
+	FILE *f = fopen(p, "r");
+	long pid = 0;
+	unsigned long long t = 0;
+	int ok = f != NULL && fscanf(f, "%ld %llu", &pid, &t) == 2;
+	if (f != NULL)
+		fclose(f);
+	return ok && pid > 0 && t != 0 && start_time((pid_t)pid) == t ? (pid_t)pid : 0;
+}
+
+static void pid_hint_write(const char *engine, const char *name, pid_t pid)
+{
+	char p[PATH_MAX], tmp[PATH_MAX + 16];
+	unsigned long long t = start_time(pid);
+	if (t == 0 || pid_hint_path(engine, name, p, sizeof p) != 0)
+		return;
+	mkdirs(p);
+	snprintf(tmp, sizeof tmp, "%s.%ld", p, (long)getpid());
+	FILE *f = fopen(tmp, "w");
+	if (f == NULL)
+		return;
+	int ok = fprintf(f, "%ld %llu\n", (long)pid, t) > 0;
+	ok = fclose(f) == 0 && ok;
+	if (!ok || rename(tmp, p) != 0)
+		unlink(tmp);
+}
+
+/* `ENGINE inspect --format {{.State.Pid}} NAME` started in the background (it runs while the
+ * session's exec does); pid_collect reads its answer. */
+struct pid_query {
+	pid_t proc;
+	int fd;
+};
+
+static void pid_ask(const char *engine, const char *name, struct pid_query *q)
+{
+	q->proc = -1;
+	q->fd = -1;
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return;
+	char *argv[] = {(char *)engine, "inspect",        "--type",     "container",
+	                "--format",     "{{.State.Pid}}", (char *)name, NULL};
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	if (posix_spawnp(&q->proc, engine, &fa, NULL, argv, environ) != 0)
+		q->proc = -1;
+	posix_spawn_file_actions_destroy(&fa);
+	close(p[1]);
+	if (q->proc > 0)
+		q->fd = p[0];
+	else
+		close(p[0]);
+}
+
+static pid_t pid_collect(struct pid_query *q)
+{
+	if (q->proc <= 0)
+		return 0;
+	char buf[64];
+	size_t n = 0;
+	for (;;) {
+		ssize_t r = read(q->fd, buf + n, sizeof buf - 1 - n);
+		if (r > 0 && (n += (size_t)r) < sizeof buf - 1)
+			continue;
+		if (r < 0 && errno == EINTR)
+			continue;
+		break;
+	}
+	buf[n] = '\0';
+	close(q->fd);
+	int st;
+	while (waitpid(q->proc, &st, 0) < 0 && errno == EINTR)
+		;
+	long v = strtol(buf, NULL, 10);
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 && v > 1 ? (pid_t)v : 0;
+}
+
+/* The lane needs the engine on this machine: not with $SBX_LANE=0, nor a remote engine. */
+static int lane_wanted(const char *engine)
+{
+	const char *v = getenv("SBX_LANE");
+	if (v != NULL && strcmp(v, "0") == 0)
+		return 0;
+	if (strcmp(engine, "podman") == 0)
+		return getenv("CONTAINER_HOST") == NULL && getenv("CONTAINER_CONNECTION") == NULL;
+	return getenv("DOCKER_HOST") == NULL && getenv("DOCKER_CONTEXT") == NULL;
+}
+
+static int open_exec(const char *engine, const char *name, const char *agent_dir, double timeout_s,
+                     struct sbx_session **s, struct sbx_podman_inject *info, struct sbx_err *e);
+
 int sbx_podman_open(const char *engine, const char *name, const char *agent_dir, double timeout_s,
                     struct sbx_session **s, struct sbx_podman_inject *info, struct sbx_err *e)
 {
@@ -575,6 +708,36 @@ int sbx_podman_open(const char *engine, const char *name, const char *agent_dir,
 	*s = NULL;
 	if (check_engine(engine, e) != 0 || check_name(name, e) != 0)
 		return -1;
+	int want = lane_wanted(engine);
+	pid_t pid = want ? pid_hint_read(engine, name) : 0;
+	struct pid_query q = {-1, -1};
+	if (want && pid == 0)
+		pid_ask(engine, name, &q);
+	int rc = open_exec(engine, name, agent_dir, timeout_s, s, info, e);
+	if (q.proc > 0) {
+		pid = pid_collect(&q);
+		if (pid > 0 && rc == 0)
+			pid_hint_write(engine, name, pid);
+	}
+	if (rc != 0 || pid <= 0)
+		return rc;
+	struct sbx_err le;
+	if (sbx_session_lane(*s, pid, &le) == 0) {
+		info->lane = 1;
+		return 0;
+	}
+	snprintf(info->lane_error, sizeof info->lane_error, "%s", le.msg);
+	if (!(*s)->broken)
+		return 0;
+	/* Rare: the agent went silent on the lane. A new session, on the exec channel. */
+	sbx_session_close(*s);
+	*s = NULL;
+	return open_exec(engine, name, agent_dir, timeout_s, s, info, e);
+}
+
+static int open_exec(const char *engine, const char *name, const char *agent_dir, double timeout_s,
+                     struct sbx_session **s, struct sbx_podman_inject *info, struct sbx_err *e)
+{
 	char *run[] = {(char *)engine, "exec", "-i", "-u", "0", (char *)name, NULL};
 	char what[128];
 	snprintf(what, sizeof what, "%s container %s", engine, name);

@@ -29,10 +29,10 @@ struct sbx_podman_create_opts {
  * sbx-<basename without .tar>. The container runs `/.sbx-agent-<sha12> init` (the agent under
  * the name injection looks for, copied in with `ENGINE cp` before start) as PID 1, so images
  * without a shell work and the first session copies nothing; it has no network, the labels
- * sbx.arch=ARCH and sbx.agent=/.sbx-agent-<sha12>, and, with podman, runc + cgroupfs and ulimits equal to the
- * caller's (see docs/runners.md; $SBX_PODMAN_FLAGS replaces the global flags).
- * A failed create removes what it made. SBX_EUSAGE: bad name or image; SBX_EUNAVAILABLE: the
- * engine failed. */
+ * sbx.arch=ARCH and sbx.agent=/.sbx-agent-<sha12>, and, with podman, runc + cgroupfs and ulimits
+ * equal to the caller's (see docs/runners.md; $SBX_PODMAN_FLAGS replaces the global flags). A
+ * failed create removes what it made. SBX_EUSAGE: bad name or image; SBX_EUNAVAILABLE: the engine
+ * failed. */
 int sbx_podman_create(const char *engine, const char *image, const char *name,
                       const struct sbx_podman_create_opts *o, char *name_out, size_t cap,
                       struct sbx_err *e);
@@ -63,7 +63,9 @@ enum sbx_podman_how {
 struct sbx_podman_inject {
 	char path[256]; /* the agent inside the container */
 	enum sbx_podman_how how;
-	int tries; /* channels opened to get there */
+	int tries;            /* channels opened to get there */
+	int lane;             /* 1: the session moved to the direct lane (host/lane.c) */
+	char lane_error[256]; /* why it did not, when it was tried */
 };
 
 /* Opens a session to the agent in a running container, injecting it first when needed. First

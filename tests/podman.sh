@@ -42,10 +42,17 @@ sha=$(sha256sum "$agent" | cut -d' ' -f1)
 fname=.sbx-agent-${sha:0:12}
 # A podman that logs its subcommand: L runs sbx with it, calls prints what it was asked.
 mkdir -p "$w/bin"
-printf '#!/bin/sh\necho "$1" >>%s/calls\nexec %s "$@"\n' "$w" "$(command -v podman)" >"$w/bin/podman"
+# The lane's background `inspect --format {{.State.Pid}}` is logged as "pid", apart: it runs
+# alongside the session's exec, so its place in the order is not fixed.
+cat >"$w/bin/podman" <<EOF
+#!/bin/sh
+if [ "\$1 \${5:-}" = "inspect {{.State.Pid}}" ]; then echo pid >>$w/pids; else echo "\$1" >>$w/calls; fi
+exec $(command -v podman) "\$@"
+EOF
 chmod 0755 "$w/bin/podman"
-L() { : >"$w/calls"; PATH="$w/bin:$PATH" S "$@"; }
+L() { : >"$w/calls"; : >"$w/pids"; PATH="$w/bin:$PATH" S "$@"; }
 calls() { paste -sd' ' "$w/calls"; }
+pids() { wc -l <"$w/pids"; }
 # A container sbx did not create (its PID 1 is the image's program, no agent inside).
 lim() { local n; n=$(ulimit "$1"); [ "$n" = unlimited ] || [ "$n" -gt "$2" ] && n=$2; echo "$n"; }
 foreign() { # NAME IMAGE [ENGINE ARGS...] -- CMD...
@@ -89,7 +96,13 @@ for img in busybox-x86_64 debian-x86_64 noshell-x86_64; do
 	# Without a shell the one-exec way fails; inspect then names init's binary (label sbx.agent).
 	want=exec
 	[ "$img" = noshell-x86_64 ] && want="exec inspect exec"
-	[ "$(calls)" = "$want" ] || die "$img: first use took podman calls: $(calls)"
+	[ "$(calls)" = "$want" ] && [ "$(pids)" = 1 ] || die "$img: first use took podman calls: $(calls), $(pids) pid queries"
+	grep -qx "channel lane" "$w/hello" || die "$img: the session did not move to the lane"
+	L "$n" hello >"$w/hello"
+	[ "$(calls)" = "$want" ] && [ "$(pids)" = 0 ] && grep -qx "channel lane" "$w/hello" ||
+		die "$img: a later use: $(calls), $(pids) pid queries, $(tail -1 "$w/hello")"
+	[ "$(SBX_LANE=0 S "$n" hello | tail -1)" = "channel exec" ] || die "$img: SBX_LANE=0"
+	ok "$img: the session moves to the agent's unix socket (channel lane; the container's PID asked once, in the background, then remembered); SBX_LANE=0 stays on podman exec"
 	[ "$(S "$n" kind "/$fname")" = file ] && [ "$(S "$n" kind "/tmp/$fname")" = absent ] ||
 		die "$img: the agent should run from init's /$fname, nothing copied"
 	ok "$img: first use runs init's own binary /$fname (named by its digest; nothing copied) with podman calls: $want; HELLO's sha256 is the local agent's"

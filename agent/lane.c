@@ -1,0 +1,131 @@
+/* The agent's side of the direct lane (agent/lane.h). */
+#include "lane.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_REFUSED 16
+#define TOKEN_WAIT_MS 2000
+
+void sbx_lane_init(struct sbx_lane_listen *l)
+{
+	memset(l, 0, sizeof *l);
+	l->fd = -1;
+}
+
+int sbx_lane_listen(struct sbx_lane_listen *l, const uint8_t *token, int64_t deadline_ns, char *err,
+                    size_t cap)
+{
+	static const char *const where[] = {"/tmp", "/dev/shm", "/run", "/var/tmp"};
+	sbx_lane_close(l);
+	l->refused = 0;
+	l->deadline_ns = deadline_ns;
+	memcpy(l->token, token, SBX_LANE_TOKEN_LEN);
+	int saved = 0;
+	for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
+		snprintf(l->dir, sizeof l->dir, "%s/.sbx-lane-XXXXXX", where[i]);
+		if (mkdtemp(l->dir) != NULL) {
+			saved = 0;
+			break;
+		}
+		saved = errno;
+		l->dir[0] = '\0';
+	}
+	if (l->dir[0] == '\0') {
+		snprintf(err, cap, "no folder for the lane's socket");
+		errno = saved;
+		return -1;
+	}
+	snprintf(l->path, sizeof l->path, "%s/s", l->dir);
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	_Static_assert(sizeof l->path <= sizeof a.sun_path, "a lane path fits sun_path");
+	memcpy(a.sun_path, l->path, strlen(l->path) + 1);
+	l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (l->fd < 0 || bind(l->fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+	    listen(l->fd, 4) != 0) {
+		saved = errno;
+		snprintf(err, cap, "lane socket %s: %s", l->path, strerror(saved));
+		sbx_lane_close(l);
+		errno = saved;
+		return -1;
+	}
+	return 0;
+}
+
+/* 1 when the peer is outside the agent's pid namespace: its pid does not map here (0). A
+ * process in the sandbox, or in a namespace below it, always has a pid here. */
+static int from_outside(int fd)
+{
+	struct ucred c;
+	socklen_t n = sizeof c;
+	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c, &n) == 0 && n == sizeof c && c.pid == 0;
+}
+
+static int token_ok(struct sbx_lane_listen *l, int fd)
+{
+	uint8_t got[SBX_LANE_TOKEN_LEN];
+	size_t have = 0;
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (have < sizeof got) {
+		struct pollfd p = {fd, POLLIN, 0};
+		if (poll(&p, 1, TOKEN_WAIT_MS) <= 0)
+			return 0;
+		ssize_t r = read(fd, got + have, sizeof got - have);
+		if (r <= 0 && !(r < 0 && (errno == EINTR || errno == EAGAIN)))
+			return 0;
+		have += r > 0 ? (size_t)r : 0;
+		struct timespec t1;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 >
+		    TOKEN_WAIT_MS)
+			return 0;
+	}
+	uint8_t diff = 0;
+	for (size_t i = 0; i < sizeof got; i++)
+		diff |= (uint8_t)(got[i] ^ l->token[i]);
+	return diff == 0;
+}
+
+int sbx_lane_take(struct sbx_lane_listen *l)
+{
+	if (l->fd < 0)
+		return -1;
+	int c = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (c < 0)
+		return -1;
+	if (from_outside(c) && token_ok(l, c)) {
+		uint8_t ack = SBX_LANE_ACK;
+		struct pollfd p = {c, POLLOUT, 0};
+		if (poll(&p, 1, TOKEN_WAIT_MS) == 1 && write(c, &ack, 1) == 1) {
+			sbx_lane_close(l);
+			return c;
+		}
+	}
+	close(c);
+	if (++l->refused >= MAX_REFUSED)
+		sbx_lane_close(l);
+	return -1;
+}
+
+void sbx_lane_close(struct sbx_lane_listen *l)
+{
+	if (l->fd >= 0) {
+		close(l->fd);
+		l->fd = -1;
+	}
+	if (l->path[0] != '\0')
+		unlink(l->path);
+	if (l->dir[0] != '\0')
+		rmdir(l->dir);
+	l->path[0] = l->dir[0] = '\0';
+}

@@ -1,0 +1,178 @@
+/* The host's side of the direct lane (docs/protocol.md, "LANE"): once a session is open
+ * through an exec channel whose far side runs on this machine (podman's containers), the
+ * agent offers a unix socket and the session moves there, leaving the exec channel's relays
+ * (podman, conmon) out of every later round trip. The agent's answer is the sandbox's word:
+ * the path is checked for its one shape, resolved inside the sandbox's root (openat2
+ * RESOLVE_IN_ROOT through /proc/PID/root), and the listener must be a process of the
+ * sandbox's pid namespace before the token is sent. Any failure leaves the session where it
+ * was, on the exec channel. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "session.h"
+
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+
+/* /tmp|/dev/shm|/run|/var/tmp + "/.sbx-lane-" + 6 of [A-Za-z0-9] + "/s": what agent/lane.c
+ * makes. The folder part (without "/s") goes to dir. */
+static int lane_shape(const char *p, char *dir, size_t cap)
+{
+	static const char *const where[] = {"/tmp/", "/dev/shm/", "/run/", "/var/tmp/"};
+	for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
+		size_t n = strlen(where[i]);
+		if (strncmp(p, where[i], n) != 0 || strncmp(p + n, ".sbx-lane-", 10) != 0)
+			continue;
+		const char *x = p + n + 10;
+		for (int k = 0; k < 6; k++)
+			if (!((x[k] >= 'a' && x[k] <= 'z') || (x[k] >= 'A' && x[k] <= 'Z') ||
+			      (x[k] >= '0' && x[k] <= '9')))
+				return 0;
+		if (strcmp(x + 6, "/s") != 0 || (size_t)(x + 6 - p) >= cap)
+			return 0;
+		memcpy(dir, p, (size_t)(x + 6 - p));
+		dir[x + 6 - p] = '\0';
+		return 1;
+	}
+	return 0;
+}
+
+static int same_ns(pid_t a, pid_t b)
+{
+	char pa[64], pb[64];
+	struct stat sa, sb;
+	snprintf(pa, sizeof pa, "/proc/%d/ns/pid", (int)a);
+	snprintf(pb, sizeof pb, "/proc/%d/ns/pid", (int)b);
+	return stat(pa, &sa) == 0 && stat(pb, &sb) == 0 && sa.st_ino == sb.st_ino &&
+	       sa.st_dev == sb.st_dev;
+}
+
+/* Connects to the socket at path inside the sandbox whose process pid is given; the
+ * connected socket, or -1 with e set. */
+static int reach(pid_t pid, const char *path, struct sbx_err *e)
+{
+	char dir[96], root[64], via[64];
+	if (!lane_shape(path, dir, sizeof dir))
+		return sbx_err_set(e, SBX_EPROTOCOL, 0, "lane: the agent offered '%.80s'", path);
+	snprintf(root, sizeof root, "/proc/%d/root", (int)pid);
+	int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "lane: %s", root);
+	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+	                       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+	int dfd = (int)syscall(SYS_openat2, rfd, dir + 1, &how, sizeof how);
+	int err = errno;
+	close(rfd);
+	if (dfd < 0)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, err, "lane: %s inside", dir);
+	snprintf(via, sizeof via, "/proc/self/fd/%d/s", dfd);
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	memcpy(a.sun_path, via, strlen(via) + 1);
+	int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof a) != 0) {
+		err = errno;
+		if (c >= 0)
+			close(c);
+		close(dfd);
+		return sbx_err_set(e, SBX_EUNAVAILABLE, err, "lane: connect %s", path);
+	}
+	close(dfd);
+	struct ucred cr;
+	socklen_t n = sizeof cr;
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &n) != 0 || cr.pid <= 0 ||
+	    !same_ns(cr.pid, pid)) {
+		close(c);
+		return sbx_err_set(e, SBX_EPROTOCOL, 0,
+		                   "lane: the socket's listener is not in the sandbox");
+	}
+	return c;
+}
+
+static int io_wait(int fd, short ev, int64_t deadline, struct sbx_err *e)
+{
+	for (;;) {
+		int64_t left = deadline - sbx_now_ns();
+		if (left <= 0)
+			return sbx_err_set(e, SBX_EUNAVAILABLE, ETIMEDOUT, "lane: no answer");
+		struct pollfd p = {fd, ev, 0};
+		int r = poll(&p, 1, (int)(left / 1000000) + 1);
+		if (r > 0)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "lane: poll");
+	}
+}
+
+int sbx_session_lane(struct sbx_session *s, pid_t pid, struct sbx_err *e)
+{
+	if (s->life_in >= 0 || s->streams != NULL || !sbx_outq_empty(&s->out))
+		return sbx_err_set(e, SBX_EUSAGE, 0, "lane: only on a quiet session, once");
+	uint8_t token[SBX_LANE_TOKEN_LEN];
+	if (getrandom(token, sizeof token, 0) != (ssize_t)sizeof token)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "lane: getrandom");
+	uint8_t buf[96];
+	struct sbx_msgw w;
+	sbx_msgw_init(&w, buf, sizeof buf);
+	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_LANE);
+	sbx_msgw_bytes(&w, SBX_T_TOKEN, token, sizeof token);
+	struct sbx_stream *p;
+	if (sbx_call(s, &w, &p, e) != 0)
+		return -1;
+	char path[128] = "";
+	struct sbx_field f;
+	int ok = sbx_msg_find(p->resp, p->resp_len, SBX_T_PATH, &f) == 1 &&
+	         sbx_field_str(&f, path, sizeof path) == 0;
+	sbx_stream_free(s, p);
+	if (!ok)
+		return sbx_err_set(e, SBX_EPROTOCOL, 0, "lane: no path in the answer");
+	if (!sbx_outq_empty(&s->out))
+		return sbx_err_set(e, SBX_EUSAGE, 0, "lane: the session was not quiet");
+	/* From here the agent may switch at any moment: nothing more goes on its stdin. */
+	int c = reach(pid, path, e);
+	if (c < 0)
+		return -1;
+	int64_t deadline = sbx_now_ns() + (int64_t)(s->timeout * 1e9);
+	uint8_t ack = 0;
+	ssize_t r = -1;
+	if (write(c, token, sizeof token) == (ssize_t)sizeof token &&
+	    io_wait(c, POLLIN, deadline, e) == 0)
+		r = read(c, &ack, 1);
+	if (r == 0) { /* refused: the agent stays on the exec channel */
+		close(c);
+		return sbx_err_set(e, SBX_EUNAVAILABLE, 0, "lane: the agent refused it");
+	}
+	if (r != 1 || ack != SBX_LANE_ACK) {
+		close(c);
+		/* The agent may have switched already: the session cannot go on either way. */
+		sbx_err_set(e, SBX_EUNAVAILABLE, 0, "lane: no answer from the agent on it");
+		s->broken = 1;
+		s->broken_err = *e;
+		return -1;
+	}
+	int in = fcntl(c, F_DUPFD_CLOEXEC, 3);
+	if (in < 0) {
+		close(c);
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "lane: dup");
+	}
+	int big = 1 << 20;
+	setsockopt(c, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+	setsockopt(c, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+	fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
+	s->life_in = s->to_fd;
+	s->life_out = s->from_fd;
+	s->to_fd = c;
+	s->from_fd = in;
+	return 0;
+}
