@@ -189,7 +189,7 @@ bench-session: $(AGENTS) $(B)/bench/bench_session
 bench-transfer: $(AGENTS) $(B)/host/sbx $(HARNESS)
 	tests/bench/transfer.sh $(B)/host/sbx $(B)/harness/cutter
 
-bench-runners: $(AGENTS) $(B)/host/sbx images
+bench-runners: $(AGENTS) $(B)/host/sbx $(B)/bench/bench_probe images
 	tests/bench/runners.sh $(B)/host/sbx
 
 bench-sha256: $(B)/bench/sha256_speed

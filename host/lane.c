@@ -146,10 +146,15 @@ int sbx_session_lane(struct sbx_session *s, pid_t pid, struct sbx_err *e)
 	int64_t deadline = sbx_now_ns() + (int64_t)(s->timeout * 1e9);
 	uint8_t ack = 0;
 	ssize_t r = -1;
-	if (write(c, token, sizeof token) == (ssize_t)sizeof token &&
-	    io_wait(c, POLLIN, deadline, e) == 0)
+	/* MSG_NOSIGNAL: a refusal may close the socket first; never a SIGPIPE in the caller. */
+	int refused = 0;
+	if (send(c, token, sizeof token, MSG_NOSIGNAL) != (ssize_t)sizeof token)
+		refused = errno == EPIPE || errno == ECONNRESET;
+	else if (io_wait(c, POLLIN, deadline, e) == 0)
 		r = read(c, &ack, 1);
-	if (r == 0) { /* refused: the agent stays on the exec channel */
+	/* A refused connection is closed unread by the agent: EOF, or a reset when the token was
+	 * still unread there. The agent stays on the exec channel. */
+	if (refused || r == 0 || (r < 0 && errno == ECONNRESET)) {
 		close(c);
 		return sbx_err_set(e, SBX_EUNAVAILABLE, 0, "lane: the agent refused it");
 	}

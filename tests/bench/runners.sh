@@ -5,11 +5,13 @@
 # / rm over 10 sandboxes one at a time.
 # The podman part (skipped with a note when podman is missing; PODMAN=0 skips it), on the
 # BusyBox x86_64 image, each figure against the plain podman way in the same run:
-# - injection + first HELLO (`sbx --runner podman:N hello` on a fresh container) against
-#   `podman exec N true` on the same container just before, median of INJECT_RUNS (5);
-# - 1000 `kind` probes over one retained session (`sbx --runner podman:N session`, opened
-#   with a HELLO first; only the probes are timed, one request and its answer at a time)
-#   against `podman exec N sh -c '[ -d /tmp ]'` (20 of them): the per-probe ratio;
+# - injection + first HELLO (`sbx --runner podman:N hello` on a fresh container, one sbx did
+#   not create, so the agent is delivered) against `podman exec N true` on the same container
+#   just before, median of INJECT_RUNS (5); the same on containers sbx created;
+# - 1000 `kind` probes over one retained session through libsbx (build/bench/bench_probe;
+#   opened with a HELLO first; only the probes are timed, one request and its answer at a
+#   time), on the direct lane and with SBX_LANE=0, and through the CLI's JSON lines, against
+#   `podman exec N sh -c '[ -d /tmp ]'` (20 of them): the per-probe ratio;
 # - upload and download of the transfer bench's data sets, (a) 1 GiB in 8 files and
 #   (b) 50,000 files of 1 KiB in 500 folders, against `tar -cf - . | podman exec -i N tar -xf -
 #   -C DST` and `podman exec N tar -cf - -C SRC . | tar -xf - -C DST`, interleaved, median of
@@ -19,6 +21,7 @@
 set -euo pipefail
 sbx=$(realpath "$1")
 top=$(cd "$(dirname "$0")/../.." && pwd)
+bench_probe=$top/build/bench/bench_probe
 img=$top/build/images/busybox-x86_64
 n=${SANDBOXES:-32}
 runs=${RUNS:-3}
@@ -108,29 +111,54 @@ base=$p-x
 	--engine-arg --tmpfs=/x:rw,exec,size=4g >/dev/null
 image=sbx-$p-busybox-x86_64
 
-# 1. injection + first HELLO on a fresh container, against podman exec N true on it.
-: >"$w/pe" && : >"$w/pi" && : >"$w/pl"
+# 1. injection + first HELLO on a fresh container, against podman exec N true on it. Two
+# kinds of container: one sbx did not create (`podman run IMAGE sleep`: the agent is not
+# there and is delivered), and one `sbx sandbox create` made (its init is the agent already).
+lim() { local n; n=$(ulimit "$1"); [ "$n" = unlimited ] || [ "$n" -gt "$2" ] && n=$2; echo "$n"; }
+want_sha=$(sha256sum "$top/build/agent/x86_64/sbx-agent" | cut -d' ' -f1)
+: >"$w/pe" && : >"$w/pi" && : >"$w/pl" && : >"$w/ce" && : >"$w/ci"
 for i in $(seq "$inject_runs"); do
 	c=$p-i$i
-	"$sbx" sandbox create --runner podman --image "$image" --name "$c" >/dev/null
+	podman --runtime runc --cgroup-manager cgroupfs run -d --name "$c" --network none \
+		--ulimit "nofile=$(lim -n 20000):$(lim -n 20000)" --ulimit "nproc=$(lim -u 1000):$(lim -u 1000)" \
+		"$image" sleep 1000000 >/dev/null
 	a=$(now); podman exec "$c" true; b=$(now)
 	P "$c" hello >"$w/hello"; d=$(now)
 	P "$c" hello >/dev/null; e=$(now)
-	grep -qx "sha256 $(sha256sum "$top/build/agent/x86_64/sbx-agent" | cut -d' ' -f1)" "$w/hello" ||
-		fail "injection: HELLO's digest"
+	grep -qx "sha256 $want_sha" "$w/hello" || fail "injection: HELLO's digest"
+	[ "$(podman exec "$c" sha256sum "/tmp/.sbx-agent-${want_sha:0:12}" | cut -d' ' -f1)" = "$want_sha" ] ||
+		fail "injection: the agent is not in the container's /tmp"
 	ms "$a" "$b" >>"$w/pe"; ms "$b" "$d" >>"$w/pi"; ms "$d" "$e" >>"$w/pl"
 	"$sbx" sandbox rm "podman:$c" >/dev/null
+	"$sbx" sandbox create --runner podman --image "$image" --name "$c" >/dev/null
+	a=$(now); podman exec "$c" true; b=$(now)
+	P "$c" hello >"$w/hello"; d=$(now)
+	grep -qx "sha256 $want_sha" "$w/hello" || fail "created: HELLO's digest"
+	ms "$a" "$b" >>"$w/ce"; ms "$b" "$d" >>"$w/ci"
+	"$sbx" sandbox rm "podman:$c" >/dev/null
 done
-pe=$(medf "$w/pe") pi=$(medf "$w/pi") pl=$(medf "$w/pl")
+pe=$(medf "$w/pe") pi=$(medf "$w/pi") pl=$(medf "$w/pl") ce=$(medf "$w/ce") ci=$(medf "$w/ci")
 r=$(awk -v a="$pi" -v b="$pe" 'BEGIN{printf "%.2f", a / b}')
-echo "podman, median of $inject_runs fresh BusyBox containers:"
-printf '  podman exec N true %.0f ms; injection + first HELLO %.0f ms: x%s (target <= 1.5: %s); a later HELLO %.0f ms\n' \
+r2=$(awk -v a="$ci" -v b="$ce" 'BEGIN{printf "%.2f", a / b}')
+echo "podman, median of $inject_runs fresh BusyBox containers each way:"
+printf '  not made by sbx (podman run ... sleep): podman exec N true %.0f ms; injection (agent delivered) + first HELLO %.0f ms: x%s (target <= 1.5: %s); a later HELLO %.0f ms\n' \
 	"$pe" "$pi" "$r" "$(verdict "$r" 1.5 le)" "$pl"
+printf '  made by sbx sandbox create (init is the agent): podman exec N true %.0f ms; first HELLO %.0f ms: x%s\n' \
+	"$ce" "$ci" "$r2"
 
 # 2. 1000 kind probes over one retained session (opened and HELLOed first; only the probes
-# are timed, each request waiting for its answer), against podman exec sh -c '[ -d /tmp ]';
-# then 1000 more written at once (pipelined), for the record.
+# are timed, each request waiting for its answer) through libsbx (bench_probe), on the lane
+# and, for the record, with SBX_LANE=0 (the session stays on podman exec), and through the sbx
+# CLI's JSON lines (a Python driver's view); against podman exec N sh -c '[ -d /tmp ]' (20).
 P "$base" hello >/dev/null # injection outside the figure
+probe() { # env...: "channel mean_us"
+	local out
+	out=$(env "$@" "$bench_probe" "podman:$base" 1000) || { fail "bench_probe $*"; echo "? 0"; return; }
+	echo "$(echo "$out" | sed -n 's/^channel //p') $(echo "$out" | tail -1 | cut -d' ' -f2)"
+}
+read -r ch_lane us_lane < <(probe SBX_LANE=1)
+read -r ch_exec us_exec < <(probe SBX_LANE=0)
+[ "$ch_lane" = lane ] && [ "$ch_exec" = exec ] || fail "probes: channels $ch_lane / $ch_exec"
 cat >"$w/probe.py" <<'PY'
 import json, subprocess, sys, time
 p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
@@ -145,33 +173,21 @@ for i in range(1, n + 1):
     a = ask({"id": i, "op": "kind", "path": "/tmp"})
     dirs += a.get("id") == i and a.get("kind") == "dir"
 t1 = time.perf_counter()
-# The same 1000 written at once (pipelined), answers read as they come: throughput.
-import threading
-reqs = b"".join((json.dumps({"id": n + i, "op": "kind", "path": "/tmp"}) + "\n").encode()
-                for i in range(1, n + 1))
-t2 = time.perf_counter()
-wr = threading.Thread(target=lambda: p.stdin.write(reqs))
-wr.start()
-for i in range(1, n + 1):
-    a = json.loads(out.readline())
-    dirs += a.get("id") == n + i and a.get("kind") == "dir"
-t3 = time.perf_counter()
-wr.join()
 p.stdin.close()
 p.wait()
-print(t1 - t0, t3 - t2, dirs)
+print((t1 - t0) / n * 1e6, dirs)
 PY
-read -r tp tq dirs < <(python3 "$w/probe.py" "$sbx" --runner "podman:$base" session)
-[ "$dirs" = 2000 ] || fail "probes: $dirs of 2000 answered dir"
+read -r us_cli dirs < <(python3 "$w/probe.py" "$sbx" --runner "podman:$base" session)
+[ "$dirs" = 1000 ] || fail "probes: $dirs of 1000 answered dir"
 a=$(now)
 for i in $(seq 20); do podman exec "$base" sh -c '[ -d /tmp ]' || fail "podman exec probe"; done
 b=$(now)
-awk -v tp="$tp" -v a="$a" -v b="$b" 'BEGIN{
-	ps = tp / 1000; pp = (b - a) / 20; r = pp / ps
-	printf "  1000 kind probes over one session %.3f s (%.0f us each, session already open); podman exec N sh -c %s %.1f ms each (20): x%.0f per probe (target >= 1000: %s)\n",
-		tp, ps * 1e6, "\"[ -d /tmp ]\"", pp * 1e3, r, (r >= 1000 ? "met" : "NOT met") }'
-awk -v tq="$tq" -v a="$a" -v b="$b" 'BEGIN{
-	printf "  the same 1000 pipelined (written at once): %.3f s, %.0f us each: x%.0f\n", tq, tq * 1e3, (b - a) / 20 / (tq / 1000) }'
+awk -v l="$us_lane" -v x="$us_exec" -v c="$us_cli" -v a="$a" -v b="$b" 'BEGIN{
+	pp = (b - a) / 20 * 1e6; r = pp / l
+	printf "  podman exec N sh -c %s: %.1f ms each (20)\n", "\"[ -d /tmp ]\"", pp / 1e3
+	printf "  1000 kind probes over one session (libsbx, one at a time), on the lane: %.0f us each: x%.0f (target >= 1000: %s)\n", l, r, (r >= 1000 ? "met" : "NOT met")
+	printf "  the same with SBX_LANE=0 (frames through podman exec): %.0f us each: x%.0f\n", x, pp / x
+	printf "  the same through the sbx CLI (JSON lines from Python, on the lane): %.0f us each: x%.0f\n", c, pp / c }'
 
 # 3. transfers: the transfer bench's two data sets, against tar through podman exec.
 hd=$(mktemp -d /dev/shm/sbx-bench-runners-XXXXXX)
