@@ -338,7 +338,8 @@ static int exec_status(const struct sbx_exec_result *r)
 
 /* ---- commands over a session ---- */
 
-static int open_session(const struct opts *o, struct sbx_session **s, struct sbx_err *e)
+/* brief: one probe and done (a podman container's PID is then not asked for the lane). */
+static int open_session(const struct opts *o, int brief, struct sbx_session **s, struct sbx_err *e)
 {
 	char dir[PATH_MAX];
 	struct sbx_runner r;
@@ -346,9 +347,10 @@ static int open_session(const struct opts *o, struct sbx_session **s, struct sbx
 		snprintf(dir, sizeof dir, "%s", o->agent_dir);
 	else if (sbx_agent_dir(dir, sizeof dir, e) != 0)
 		return -1;
-	int rc = o->via != NULL ? sbx_runner_from_via(o->via, o->agent, &r, e)
-	                        : sbx_runner_from_spec(o->runner ? o->runner : "local", dir,
-	                                               o->agent, &r, e);
+	int rc = o->via != NULL
+	                 ? sbx_runner_from_via(o->via, o->agent, &r, e)
+	                 : sbx_runner_from_spec_ex(o->runner ? o->runner : "local", dir, o->agent,
+	                                           brief ? 0 : SBX_RUNNER_LANE_ASK, &r, e);
 	if (rc != 0)
 		return -1;
 	/* podman/docker runners hand over the session their injection check opened. */
@@ -1085,7 +1087,9 @@ int main(int argc, char **argv)
 		return EX_USAGE;
 	}
 	struct sbx_session *s;
-	if (open_session(&o, &s, &e) != 0)
+	int brief = !is_exec && !cli_sup_known(cmd) && !cli_xfer_known(cmd) &&
+	            strcmp(cmd, "session") != 0;
+	if (open_session(&o, brief, &s, &e) != 0)
 		return fail(&o, &e, is_exec ? EX_EXEC_SBX : class_exit(e.cls));
 	int status;
 	if (cli_sup_known(cmd))

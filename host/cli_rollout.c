@@ -97,7 +97,7 @@ static int sb_open(const struct rollout *r, const char *name, struct sbx_session
                    struct sbx_err *e)
 {
 	if (r->podman)
-		return sbx_podman_open("podman", name, NULL, 30, s, NULL, e);
+		return sbx_podman_open("podman", name, NULL, 30, 1, s, NULL, e);
 	return open_ns(name, s, e);
 }
 

@@ -699,7 +699,8 @@ static int open_exec(const char *engine, const char *name, const char *agent_dir
                      struct sbx_session **s, struct sbx_podman_inject *info, struct sbx_err *e);
 
 int sbx_podman_open(const char *engine, const char *name, const char *agent_dir, double timeout_s,
-                    struct sbx_session **s, struct sbx_podman_inject *info, struct sbx_err *e)
+                    int ask_pid, struct sbx_session **s, struct sbx_podman_inject *info,
+                    struct sbx_err *e)
 {
 	struct sbx_podman_inject dummy;
 	if (info == NULL)
@@ -711,7 +712,7 @@ int sbx_podman_open(const char *engine, const char *name, const char *agent_dir,
 	int want = lane_wanted(engine);
 	pid_t pid = want ? pid_hint_read(engine, name) : 0;
 	struct pid_query q = {-1, -1};
-	if (want && pid == 0)
+	if (want && pid == 0 && ask_pid)
 		pid_ask(engine, name, &q);
 	int rc = open_exec(engine, name, agent_dir, timeout_s, s, info, e);
 	if (q.proc > 0) {

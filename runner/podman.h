@@ -76,11 +76,16 @@ struct sbx_podman_inject {
  * container's labels (sbx.arch, sbx.agent) or its image's architecture, a session to the
  * remembered place ($SBX_PODMAN_DIR, default /run/sbx/podman, or the sbx.agent label), then
  * `ENGINE cp` (or streaming) to the first usable DIR; a copy there is used only when HELLO's
- * SHA-256 equals the local file's. agent_dir: NULL for sbx_agent_dir(). $SBX_NO_BOOT=1 skips
+ * SHA-256 equals the local file's. Then, when the engine runs on this machine, the session
+ * moves to the agent's direct lane (host/lane.c) if the container's PID 1 is remembered in
+ * $SBX_PODMAN_DIR, or, with ask_pid, after asking the engine for it (`inspect`, run alongside
+ * the session's exec, then remembered): a one-shot probe is cheaper without that question,
+ * anything longer is faster on the lane. agent_dir: NULL for sbx_agent_dir(). $SBX_NO_BOOT=1 skips
  * the one-exec way, $SBX_PODMAN_COPY=stream skips it and ENGINE cp (for tests).
  * SBX_EUNAVAILABLE: the container is absent or not running, or nothing worked. */
 int sbx_podman_open(const char *engine, const char *name, const char *agent_dir, double timeout_s,
-                    struct sbx_session **s, struct sbx_podman_inject *info, struct sbx_err *e);
+                    int ask_pid, struct sbx_session **s, struct sbx_podman_inject *info,
+                    struct sbx_err *e);
 
 /* The exec channel template: {ENGINE, "exec", "-i", "-u", "0", NAME, "{agent}", "serve"}
  * (never -t: a tty rewrites the frames). Malloc'd words in a malloc'd, NULL-terminated array. */

@@ -122,6 +122,12 @@ static int set(struct sbx_runner *r, const char *const *words, const char *agent
 int sbx_runner_from_spec(const char *spec, const char *agent_dir, const char *agent,
                          struct sbx_runner *r, struct sbx_err *e)
 {
+	return sbx_runner_from_spec_ex(spec, agent_dir, agent, SBX_RUNNER_LANE_ASK, r, e);
+}
+
+int sbx_runner_from_spec_ex(const char *spec, const char *agent_dir, const char *agent,
+                            unsigned flags, struct sbx_runner *r, struct sbx_err *e)
+{
 	r->argv = NULL;
 	r->agent = NULL;
 	r->session = NULL;
@@ -168,9 +174,10 @@ int sbx_runner_from_spec(const char *spec, const char *agent_dir, const char *ag
 			return -1;
 		struct sbx_podman_inject info;
 		struct sbx_session *s = NULL;
-		int rc = agent != NULL
-		                 ? 0
-		                 : sbx_podman_open(engine, spec + 7, agent_dir, 30.0, &s, &info, e);
+		int rc = agent != NULL ? 0
+		                       : sbx_podman_open(engine, spec + 7, agent_dir, 30.0,
+		                                         (flags & SBX_RUNNER_LANE_ASK) != 0, &s,
+		                                         &info, e);
 		if (rc == 0)
 			rc = set(r, (const char *const *)words, agent != NULL ? agent : info.path,
 			         e);

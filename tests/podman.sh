@@ -96,13 +96,16 @@ for img in busybox-x86_64 debian-x86_64 noshell-x86_64; do
 	# Without a shell the one-exec way fails; inspect then names init's binary (label sbx.agent).
 	want=exec
 	[ "$img" = noshell-x86_64 ] && want="exec inspect exec"
-	[ "$(calls)" = "$want" ] && [ "$(pids)" = 1 ] || die "$img: first use took podman calls: $(calls), $(pids) pid queries"
-	grep -qx "channel lane" "$w/hello" || die "$img: the session did not move to the lane"
+	[ "$(calls)" = "$want" ] && [ "$(pids)" = 0 ] && grep -qx "channel exec" "$w/hello" ||
+		die "$img: first use took podman calls: $(calls), $(pids) pid queries, $(tail -1 "$w/hello")"
+	echo '{"id":1,"op":"hello"}' | L "$n" session >"$w/hello"
+	[ "$(calls)" = "$want" ] && [ "$(pids)" = 1 ] && grep -q '"channel":"lane"' "$w/hello" ||
+		die "$img: session: $(calls), $(pids) pid queries, $(cat "$w/hello")"
 	L "$n" hello >"$w/hello"
 	[ "$(calls)" = "$want" ] && [ "$(pids)" = 0 ] && grep -qx "channel lane" "$w/hello" ||
 		die "$img: a later use: $(calls), $(pids) pid queries, $(tail -1 "$w/hello")"
 	[ "$(SBX_LANE=0 S "$n" hello | tail -1)" = "channel exec" ] || die "$img: SBX_LANE=0"
-	ok "$img: the session moves to the agent's unix socket (channel lane; the container's PID asked once, in the background, then remembered); SBX_LANE=0 stays on podman exec"
+	ok "$img: a one-shot hello stays on podman exec; a session moves to the agent's unix socket (channel lane; the container's PID asked once, alongside the exec, then remembered, so later one-shots use the lane too); SBX_LANE=0 stays on podman exec"
 	[ "$(S "$n" kind "/$fname")" = file ] && [ "$(S "$n" kind "/tmp/$fname")" = absent ] ||
 		die "$img: the agent should run from init's /$fname, nothing copied"
 	ok "$img: first use runs init's own binary /$fname (named by its digest; nothing copied) with podman calls: $want; HELLO's sha256 is the local agent's"
