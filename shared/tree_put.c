@@ -75,6 +75,14 @@ struct sbx_put {
 	unsigned file_mode;
 	long long file_uid, file_gid, file_sec;
 	long file_nsec;
+	int file_mode_set; /* host modes: created with its final mode, no fchmod needed */
+	/* Host modes only (a private staging folder nobody else writes): the parent folder of
+	 * the last file member, kept open for the next file in the same folder. The sandbox's
+	 * mode re-resolves every member from the root: a folder held open could be moved by a
+	 * process of the sandbox between two members. */
+	int pdir_fd;
+	char *pdir_name;
+	mode_t umask; /* host modes: the process's umask (07777: unknown) */
 };
 
 /* A name fit for a message: control bytes become '?', long names are cut. */
@@ -150,8 +158,32 @@ static int open_dir(struct sbx_put *p, int dfd, const char *comp, int how)
 
 static void close_dir(struct sbx_put *p, int fd)
 {
-	if (fd >= 0 && fd != p->root)
+	if (fd >= 0 && fd != p->root && fd != p->pdir_fd)
 		close(fd);
+}
+
+static void drop_pdir(struct sbx_put *p)
+{
+	if (p->pdir_fd >= 0)
+		close(p->pdir_fd);
+	p->pdir_fd = -1;
+	free(p->pdir_name);
+	p->pdir_name = NULL;
+}
+
+/* The process's umask from /proc/self/status (reading it with umask() would change it for a
+ * moment, under every other thread of the caller); 07777 when unknown. */
+static mode_t read_umask(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	unsigned v = 07777;
+	char line[128];
+	while (f != NULL && fgets(line, sizeof line, f) != NULL)
+		if (sscanf(line, "Umask: %o", &v) == 1)
+			break;
+	if (f != NULL)
+		fclose(f);
+	return (mode_t)(v & 07777);
 }
 
 /* One step of the walk: opens comp under dfd as a directory, creating it (0755) when missing
@@ -225,6 +257,15 @@ static int open_parent(struct sbx_put *p, char *norm, int create, const char *ra
 		return 0;
 	}
 	*base = slash + 1;
+	if (p->pdir_name != NULL) {
+		*slash = '\0';
+		int same = strcmp(norm, p->pdir_name) == 0;
+		*slash = '/';
+		if (same) {
+			*dfd = p->pdir_fd;
+			return 0;
+		}
+	}
 	if (!p->walk) {
 		*slash = '\0';
 		int fd = sys_openat2(p->root, norm, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -325,7 +366,7 @@ static int apply_meta(struct sbx_put *p, int fd, int dir, unsigned mode, long lo
 	} else {
 		m = host_mode(mode, dir);
 	}
-	if (fchmod(fd, m) != 0)
+	if (!(p->file_mode_set && !dir) && fchmod(fd, m) != 0)
 		return refuse(p, e, errno, raw, "cannot set mode %04o", (unsigned)m);
 	struct timespec ts[2] = {{.tv_sec = 0, .tv_nsec = UTIME_OMIT}, mtime_of(sec, nsec)};
 	if (futimens(fd, ts) != 0)
@@ -355,6 +396,8 @@ int sbx_put_open(struct sbx_put **out, int root_fd, enum sbx_put_mode mode, int 
 	p->not_root = mode == SBX_PUT_SANDBOX && geteuid() != 0;
 	p->walk = force_walk != 0;
 	p->file_fd = -1;
+	p->pdir_fd = -1;
+	p->umask = mode == SBX_PUT_SANDBOX ? 07777 : read_umask();
 	struct rlimit rl;
 	rlim_t lim = 1024;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
@@ -445,16 +488,28 @@ static int put_dir(struct sbx_put *p, int dfd, const char *base, const char *nor
 static int put_file(struct sbx_put *p, int dfd, const char *base, const struct sbx_put_member *m,
                     int *out, struct sbx_err *e)
 {
+	/* Host modes create with the final mode when the umask keeps it whole; the sandbox's
+	 * sets the owner first, so it creates 0600 and sets the mode after. */
+	mode_t cm = 0600;
+	int mode_set = 0;
+	if (p->mode != SBX_PUT_SANDBOX && (host_mode(m->mode, 0) & p->umask) == 0) {
+		cm = host_mode(m->mode, 0);
+		mode_set = 1;
+	}
 	for (int tries = 0; tries < PUT_TRIES; tries++) {
-		if (clear_slot(p, dfd, base, 'f', m->name, e) < 0)
-			return -1;
-		int fd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		                0600);
+		/* Created first, the slot cleared only when something is there (the common case
+		 * of a new name costs one call). */
+		int fd =
+		        openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, cm);
 		if (fd < 0) {
-			if (errno == EEXIST)
+			if (errno == EEXIST) {
+				if (clear_slot(p, dfd, base, 'f', m->name, e) < 0)
+					return -1;
 				continue;
+			}
 			return refuse(p, e, errno, m->name, "cannot create the file");
 		}
+		p->file_mode_set = mode_set;
 		p->file_name = strdup(m->name);
 		if (p->file_name == NULL) {
 			close(fd);
@@ -742,8 +797,17 @@ int sbx_put_begin(struct sbx_put *p, const struct sbx_put_member *m, int *fd, st
 		goto out;
 	}
 	drop_pending(p, norm);
+	if (t != 'f')
+		drop_pdir(p); /* only runs of files share a kept folder */
 	if (open_parent(p, norm, 1, m->name, "", &dfd, &base, e) != 0)
 		goto out;
+	if (t == 'f' && p->mode != SBX_PUT_SANDBOX && dfd != p->root && dfd != p->pdir_fd) {
+		char *slash = strrchr(norm, '/');
+		drop_pdir(p);
+		p->pdir_name = strndup(norm, (size_t)(slash - norm));
+		if (p->pdir_name != NULL)
+			p->pdir_fd = dfd;
+	}
 	switch (t) {
 	case 'f':
 		rc = put_file(p, dfd, base, m, fd, e);
@@ -774,6 +838,7 @@ int sbx_put_end_file(struct sbx_put *p, int fd, struct sbx_err *e)
 	p->file_fd = -1;
 	int rc = apply_meta(p, fd, 0, p->file_mode, p->file_uid, p->file_gid, p->file_sec,
 	                    p->file_nsec, p->file_name, e);
+	p->file_mode_set = 0;
 	if (close(fd) != 0 && rc == 0)
 		rc = refuse(p, e, errno, p->file_name, "close");
 	free(p->file_name);
@@ -816,6 +881,7 @@ int sbx_put_finish(struct sbx_put *p, struct sbx_err *e)
 		return sbx_err_set(e, SBX_EUSAGE, 0, "sbx_put_finish: no placement");
 	if (p->file_fd >= 0)
 		return sbx_err_set(e, SBX_EUSAGE, 0, "sbx_put_finish: a file member is still open");
+	drop_pdir(p);
 	if (p->refused)
 		return sbx_err_set(e, SBX_ETRANSFER, 0,
 		                   "a member was refused: directory modes not applied");
@@ -864,6 +930,7 @@ void sbx_put_free(struct sbx_put *p)
 	if (p->file_fd >= 0)
 		close(p->file_fd);
 	free(p->file_name);
+	drop_pdir(p);
 	close(p->root);
 	free(p);
 }

@@ -570,10 +570,23 @@ static void c18(struct fx *f)
 		ok(p, 'l', "p", 0777, f->outside);
 		no(p, 'f', "p/f", NULL, "is a symlink");
 	}
-	/* The checked parent q becomes a link (as a racer would make it): re-walked, refused. */
+	/* The checked parent q becomes a link (as a racer would make it). The sandbox's mode
+	 * re-walks every member from the root: refused. The host modes keep the folder of a run
+	 * of files open (their staging folder is private, 0700, the caller's own): f2 lands in
+	 * the folder that was q, never through the link. */
+	ok(p, 'f', "q/f1b", 0644, NULL);
 	assert_int_equal(renameat(f->root, "q", f->root, "q.moved"), 0);
 	assert_int_equal(symlinkat(f->outside, f->root, "q"), 0);
-	no(p, 'f', "q/f2", NULL, "path component q is a symlink");
+	if (f->mode == SBX_PUT_SANDBOX) {
+		no(p, 'f', "q/f2", NULL, "path component q is a symlink");
+	} else {
+		ok(p, 'f', "q/f2", 0644, NULL);
+		assert_true(exists(f->root, "q.moved/f2"));
+		assert_false(exists(f->root, "q/f2"));
+		/* A member of another kind ends the run: the next file walks again, refused. */
+		ok(p, 'd', "r", 0755, NULL);
+		no(p, 'f', "q/f3", NULL, "path component q is a symlink");
+	}
 	assert_int_equal(unlinkat(f->root, "q", 0), 0);
 	assert_int_equal(renameat(f->root, "q.moved", f->root, "q"), 0);
 	sbx_put_free(f->p);
@@ -930,6 +943,30 @@ static void member_links(void **state)
 	assert_int_equal(sbx_member_link_inside(NULL, "x"), 0);
 }
 
+/* Modes under a umask that strips bits: a host mode creates with the final mode only when the
+ * umask keeps it whole, else sets it after; the sandbox's mode always sets it after. Also a
+ * run of files in one folder (the host modes keep it open) then in another. */
+static void modes_umask(struct fx *f)
+{
+	mode_t old = umask(077);
+	struct sbx_put *p = fx_put(f);
+	ok(p, 'd', "m", 0755, NULL);
+	ok(p, 'f', "m/a", 0644, NULL);
+	ok(p, 'f', "m/b", 0755, NULL);
+	ok(p, 'f', "m/c", 0600, NULL);
+	ok(p, 'd', "n", 0755, NULL);
+	ok(p, 'f', "n/a", 0640, NULL);
+	ok(p, 'f', "m/d", 0604, NULL);
+	finish_ok(p);
+	umask(old);
+	assert_int_equal(mode_at(f->root, "m/a"), 0644);
+	assert_int_equal(mode_at(f->root, "m/b"), 0755);
+	assert_int_equal(mode_at(f->root, "m/c"), 0600);
+	assert_int_equal(mode_at(f->root, "n/a"), 0640);
+	assert_int_equal(mode_at(f->root, "m/d"), 0604);
+}
+
+CASE(modes_umask, MALL)
 CASE(c01, MALL)
 CASE(c02, MALL)
 CASE(c04, MALL)
@@ -965,35 +1002,21 @@ static int group_setup(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(member_names),
-	        cmocka_unit_test(member_links),
-	        cmocka_unit_test(t_c01),
-	        cmocka_unit_test(t_c02),
-	        cmocka_unit_test(t_c04),
-	        cmocka_unit_test(t_c05),
-	        cmocka_unit_test(t_c06),
-	        cmocka_unit_test(t_c07),
-	        cmocka_unit_test(t_c08),
-	        cmocka_unit_test(t_c09),
-	        cmocka_unit_test(t_c10a),
-	        cmocka_unit_test(t_c10b),
-	        cmocka_unit_test(t_c10c),
-	        cmocka_unit_test(t_c11),
-	        cmocka_unit_test(t_c11_forward),
-	        cmocka_unit_test(t_c12),
-	        cmocka_unit_test(t_c13),
-	        cmocka_unit_test(t_c14),
-	        cmocka_unit_test(t_c16),
-	        cmocka_unit_test(t_c17),
-	        cmocka_unit_test(t_c18),
-	        cmocka_unit_test(t_c19),
-	        cmocka_unit_test(t_c20),
-	        cmocka_unit_test(racer_control),
-	        cmocka_unit_test(t_rt_links),
-	        cmocka_unit_test(t_rt_names),
-	        cmocka_unit_test(t_rt_deep),
-	        cmocka_unit_test(t_rt_usage),
-	        cmocka_unit_test(openat2_filtered),
+	        cmocka_unit_test(member_names),  cmocka_unit_test(member_links),
+	        cmocka_unit_test(t_modes_umask), cmocka_unit_test(t_c01),
+	        cmocka_unit_test(t_c02),         cmocka_unit_test(t_c04),
+	        cmocka_unit_test(t_c05),         cmocka_unit_test(t_c06),
+	        cmocka_unit_test(t_c07),         cmocka_unit_test(t_c08),
+	        cmocka_unit_test(t_c09),         cmocka_unit_test(t_c10a),
+	        cmocka_unit_test(t_c10b),        cmocka_unit_test(t_c10c),
+	        cmocka_unit_test(t_c11),         cmocka_unit_test(t_c11_forward),
+	        cmocka_unit_test(t_c12),         cmocka_unit_test(t_c13),
+	        cmocka_unit_test(t_c14),         cmocka_unit_test(t_c16),
+	        cmocka_unit_test(t_c17),         cmocka_unit_test(t_c18),
+	        cmocka_unit_test(t_c19),         cmocka_unit_test(t_c20),
+	        cmocka_unit_test(racer_control), cmocka_unit_test(t_rt_links),
+	        cmocka_unit_test(t_rt_names),    cmocka_unit_test(t_rt_deep),
+	        cmocka_unit_test(t_rt_usage),    cmocka_unit_test(openat2_filtered),
 	};
 	return cmocka_run_group_tests(tests, group_setup, put_fixture_teardown);
 }
