@@ -6,7 +6,6 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -433,65 +432,75 @@ int sbx_upload_archive(struct sbx_session *s, const char *archive, enum sbx_kind
 	return rc;
 }
 
-/* ---- the sink thread (downloads) ---- */
+/* ---- downloads: the archive pulled from the session on the caller's thread ---- */
 
+/* The unpacker asks for bytes (sink_pull); the session is pumped until the job's output
+ * callback (sink_output) has put some in buf. One thread, no pipe: each byte is copied from
+ * the channel's buffer to buf and from buf to the unpacker's window. The agent's credit is
+ * returned as bytes reach buf, so buf holds at most what one pump brings. */
 struct sink {
-	pthread_t th;
-	int in_fd;  /* the pipe's read end */
-	int out_fd; /* its write end: the session's output callback writes here */
-	int root_fd;
-	int tee_fd;
-	enum sbx_put_mode mode;
-	int force_walk;
-	atomic_int failed;
+	struct sbx_session *s;
+	struct sbx_stream *p; /* the DOWNLOAD job */
+	int64_t deadline;
+	uint8_t *buf;
+	size_t off, len, cap;
+	int failed; /* the unpacker stopped: later output is refused (the job is cancelled) */
 	uint64_t bytes;
-	int rc;
-	struct sbx_err e;
-	struct sbx_unpack_stats us;
+	struct sbx_err e; /* the session's error when pulling failed */
 	const struct sbx_xfer_opts *o;
 };
-
-static void *sink_main(void *arg)
-{
-	struct sink *k = arg;
-	struct sbx_unpack_opts uo = {.in_fd = k->in_fd,
-	                             .root_fd = k->root_fd,
-	                             .mode = k->mode,
-	                             .force_walk = k->force_walk,
-	                             .tee_fd = k->tee_fd};
-	k->rc = sbx_unpack(&uo, &k->us, &k->e);
-	if (k->rc != 0) {
-		atomic_store(&k->failed, 1);
-		/* Keep draining so the writer never meets a closed pipe. */
-		char buf[4096];
-		ssize_t n;
-		while ((n = read(k->in_fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
-			;
-	}
-	return NULL;
-}
 
 static int sink_output(void *ctx, int chan, const void *data, size_t len)
 {
 	struct sink *k = ctx;
 	if (chan != SBX_CH_STDOUT)
 		return 0;
-	if (atomic_load(&k->failed))
+	if (k->failed)
 		return -1;
-	const char *b = data;
-	while (len > 0) {
-		ssize_t w = write(k->out_fd, b, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		b += w;
-		len -= (size_t)w;
+	if (k->off > 0 && k->cap - k->len < len) {
+		memmove(k->buf, k->buf + k->off, k->len - k->off);
+		k->len -= k->off;
+		k->off = 0;
 	}
-	k->bytes += (uint64_t)(b - (const char *)data);
+	if (k->cap - k->len < len) {
+		size_t n = k->cap > 0 ? k->cap : 1 << 18;
+		while (n - k->len < len)
+			n *= 2;
+		uint8_t *b = realloc(k->buf, n);
+		if (b == NULL)
+			return -1;
+		k->buf = b;
+		k->cap = n;
+	}
+	memcpy(k->buf + k->len, data, len);
+	k->len += len;
+	k->bytes += len;
 	if (k->o->progress != NULL && k->o->progress(k->o->ctx, k->bytes) != 0)
 		return -1;
 	return 0;
+}
+
+static ssize_t sink_pull(void *ctx, void *out, size_t cap)
+{
+	struct sink *k = ctx;
+	while (k->off == k->len) {
+		k->off = k->len = 0;
+		if (k->p->done)
+			return 0;
+		if (sbx_now_ns() >= k->deadline) {
+			sbx_err_set(&k->e, SBX_EUNAVAILABLE, ETIMEDOUT, "download: no end in time");
+			errno = ETIMEDOUT;
+			return -1;
+		}
+		if (sbx_pump(k->s, k->deadline, &k->e) != 0) {
+			errno = k->e.errnum != 0 ? k->e.errnum : EIO;
+			return -1;
+		}
+	}
+	size_t n = k->len - k->off < cap ? k->len - k->off : cap;
+	memcpy(out, k->buf + k->off, n);
+	k->off += n;
+	return (ssize_t)n;
 }
 
 /* Runs a DOWNLOAD of source into the staging folder stage_fd. *kind gets the agent's word. */
@@ -520,53 +529,60 @@ static int run_download(struct sbx_session *s, const char *source, int is_file, 
 
 	struct sink k;
 	memset(&k, 0, sizeof k);
-	k.root_fd = stage_fd;
-	k.tee_fd = tee_fd;
-	k.mode = o->links == SBX_LINKS_KEEP ? SBX_PUT_KEEP : SBX_PUT_DATA;
-	k.force_walk = o->force_walk;
 	k.o = o;
-	int pp[2];
-	if (pipe2(pp, O_CLOEXEC) != 0) {
-		free(b);
-		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "pipe");
-	}
-	fcntl(pp[0], F_SETPIPE_SZ, 1 << 20);
-	k.in_fd = pp[0];
-	k.out_fd = pp[1];
-	if (pthread_create(&k.th, NULL, sink_main, &k) != 0) {
-		close(pp[0]);
-		close(pp[1]);
-		free(b);
-		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "thread");
-	}
 	struct sbx_exec_opts eo;
 	sbx_exec_opts_init(&eo);
 	eo.on_output = sink_output;
 	eo.ctx = &k;
 	struct sbx_stream *p = NULL;
 	int64_t start = sbx_now_ns();
+	int64_t deadline = start + (int64_t)(timeout_of(o) * 1e9);
 	int rc = sbx_job_start(s, b, w.len, &eo, &p, e);
 	free(b);
-	if (rc == 0)
-		rc = sbx_wait_stream(s, p, start + (int64_t)(timeout_of(o) * 1e9), e);
-	close(pp[1]); /* EOF for the unpacker */
-	pthread_join(k.th, NULL);
-	close(pp[0]);
+	int urc = 0;
+	struct sbx_err ue;
+	struct sbx_unpack_stats us;
+	memset(&us, 0, sizeof us);
+	if (rc == 0) {
+		k.s = s;
+		k.p = p;
+		k.deadline = deadline;
+		struct sbx_unpack_opts uo = {.in_fd = -1,
+		                             .pull = sink_pull,
+		                             .pull_ctx = &k,
+		                             .root_fd = stage_fd,
+		                             .mode = o->links == SBX_LINKS_KEEP ? SBX_PUT_KEEP
+		                                                                : SBX_PUT_DATA,
+		                             .force_walk = o->force_walk,
+		                             .tee_fd = tee_fd};
+		urc = sbx_unpack(&uo, &us, &ue);
+		if (urc != 0 && !p->done) {
+			/* Refused or failed here: the rest is not wanted. */
+			k.failed = 1;
+			if (!p->sink_failed) {
+				p->sink_failed = 1;
+				sbx_send(s, SBX_LANE_CTRL, SBX_F_CANCEL, 0, p->id, NULL, 0, NULL, 0,
+				         NULL);
+			}
+		}
+		rc = sbx_wait_stream(s, p, deadline, e);
+	}
+	free(k.buf);
 	int have_sha = 0;
 	if (rc == 0)
 		rc = sbx_response_status(p->resp, p->resp_len, e);
 	if (rc == 0)
 		parse_stats(p->resp, p->resp_len, st, kind, kcap, &have_sha);
 	int absent = rc == 0 && strcmp(kind, "absent") == 0;
-	if (rc == 0 && !absent && k.rc != 0) {
-		*e = k.e;
+	if (rc == 0 && !absent && urc != 0) {
+		*e = ue;
 		rc = -1;
 	}
-	if (rc != 0 && k.rc != 0 && p != NULL && p->done && p->sink_failed)
-		*e = k.e; /* the host refused and cancelled: its refusal is the cause */
-	if (rc == 0 && !absent && (!have_sha || memcmp(st->sha256, k.us.sha256, 32) != 0)) {
+	if (rc != 0 && urc != 0 && p != NULL && p->done && p->sink_failed)
+		*e = ue; /* the host refused and cancelled: its refusal is the cause */
+	if (rc == 0 && !absent && (!have_sha || memcmp(st->sha256, us.sha256, 32) != 0)) {
 		char a[65], c[65];
-		hex(k.us.sha256, a);
+		hex(us.sha256, a);
 		hex(st->sha256, c);
 		rc = sbx_err_set(e, SBX_ETRANSFER, 0,
 		                 "download: the agent packed a stream with SHA-256 %s, the host "
