@@ -20,7 +20,7 @@
 #include "exec.h"
 #include "frame.h"
 #include "hello.h"
-#include "lane.h"
+#include "direct.h"
 #include "msg.h"
 #include "outq.h"
 #include "probe.h"
@@ -59,9 +59,9 @@ struct job {
 
 struct serve {
 	int in_fd, out_fd, sig_fd;
-	/* The direct lane: a listener while one is offered; once taken, in_fd and out_fd are
+	/* The direct socket: a listener while one is offered; once taken, in_fd and out_fd are
 	 * the socket and life_fd is the exec channel's stdin, read only for its end. */
-	struct sbx_lane_listen lane;
+	struct sbx_direct direct;
 	int life_fd;
 	int in_eof, out_broken, welcomed;
 	struct sbx_frame_dec dec;
@@ -262,30 +262,31 @@ static void commit_xfer(struct serve *s, const struct sbx_frame *f, struct sbx_m
 	sbx_msgw_i64(w, SBX_T_STATUS, 0);
 }
 
-#define LANE_WAIT_NS (10 * 1000000000LL)
+#define DIRECT_WAIT_NS (10 * 1000000000LL)
 
-/* LANE: listen, answer where. Only on a quiet session (no job, no lane yet): the switch
+/* DIRECT: listen, answer where. Only on a quiet session (no job, no direct socket yet): the switch
  * must not cut a stream in half. */
-static void offer_lane(struct serve *s, const struct sbx_frame *f, struct sbx_msgw *w)
+static void offer_direct(struct serve *s, const struct sbx_frame *f, struct sbx_msgw *w)
 {
 	struct sbx_field tok;
-	if (s->jobs != NULL || s->life_fd >= 0 || s->lane.fd >= 0) {
+	if (s->jobs != NULL || s->life_fd >= 0 || s->direct.fd >= 0) {
 		respond_error(s, f->stream, SBX_EUSAGE, 0,
-		              "lane: only once, and with nothing else running");
+		              "direct socket: only once, and with nothing else running");
 		return;
 	}
 	if (sbx_msg_find(f->payload, f->len, SBX_T_TOKEN, &tok) != 1 ||
-	    tok.len != SBX_LANE_TOKEN_LEN) {
-		respond_error(s, f->stream, SBX_EUSAGE, 0, "lane: no token");
+	    tok.len != SBX_DIRECT_TOKEN_LEN) {
+		respond_error(s, f->stream, SBX_EUSAGE, 0, "direct socket: no token");
 		return;
 	}
 	char err[160];
-	if (sbx_lane_listen(&s->lane, tok.val, now_ns() + LANE_WAIT_NS, err, sizeof err) != 0) {
+	if (sbx_direct_listen(&s->direct, tok.val, now_ns() + DIRECT_WAIT_NS, err, sizeof err) !=
+	    0) {
 		respond_error(s, f->stream, SBX_EUNAVAILABLE, errno, err);
 		return;
 	}
 	sbx_msgw_i64(w, SBX_T_STATUS, 0);
-	sbx_msgw_str(w, SBX_T_PATH, s->lane.path);
+	sbx_msgw_str(w, SBX_T_PATH, s->direct.path);
 	queue(s, SBX_LANE_CTRL, SBX_F_RESPONSE, 0, f->stream, s->resp, w->len);
 }
 
@@ -326,8 +327,8 @@ static void on_request(struct serve *s, const struct sbx_frame *f)
 	case SBX_OP_COMMIT:
 		commit_xfer(s, f, &w);
 		break;
-	case SBX_OP_LANE:
-		offer_lane(s, f, &w);
+	case SBX_OP_DIRECT:
+		offer_direct(s, f, &w);
 		return;
 	case SBX_OP_SUP_RUN:
 		sbx_supctl_run(f->payload, f->len, &w);
@@ -764,40 +765,40 @@ static int tend_jobs(struct serve *s)
 	return ms > 60000 ? 60000 : (int)ms;
 }
 
-enum { OWN_IN, OWN_SIG, OWN_OUT, OWN_LANE, OWN_LIFE };
+enum { OWN_IN, OWN_SIG, OWN_OUT, OWN_DIRECT, OWN_LIFE };
 
 static void drain(struct serve *s);
 
-/* Closes a lane offer past its deadline; the poll timeout shortened to that deadline. */
-static int lane_tend(struct serve *s, int timeout)
+/* Closes a direct socket offer past its deadline; the poll timeout shortened to that deadline. */
+static int direct_tend(struct serve *s, int timeout)
 {
-	if (s->lane.fd < 0)
+	if (s->direct.fd < 0)
 		return timeout;
-	int64_t left = s->lane.deadline_ns - now_ns();
+	int64_t left = s->direct.deadline_ns - now_ns();
 	if (left <= 0) {
-		sbx_lane_close(&s->lane);
+		sbx_direct_close(&s->direct);
 		return timeout;
 	}
 	int ms = (int)((left + 999999) / 1000000);
 	return timeout < 0 || ms < timeout ? ms : timeout;
 }
 
-/* A connection to the lane: when it passes, everything queued goes out on stdout first, then
- * the session continues on the socket. */
-static int lane_take(struct serve *s)
+/* A connection to the direct socket: when it passes, everything queued goes out on stdout first,
+ * then the session continues on the socket. */
+static int direct_switch(struct serve *s)
 {
-	int c = sbx_lane_take(&s->lane);
+	int c = sbx_direct_take(&s->direct);
 	if (c < 0)
 		return 0;
 	drain(s);
 	if (!sbx_outq_empty(&s->out) || sbx_frame_dec_midframe(&s->dec)) {
 		close(c);
-		return fail(s, "lane: the exec channel was not quiet at the switch");
+		return fail(s, "direct socket: the exec channel was not quiet at the switch");
 	}
 	int out = fcntl(c, F_DUPFD_CLOEXEC, 3);
 	if (out < 0) {
 		close(c);
-		return fail(s, "lane: dup failed");
+		return fail(s, "direct socket: dup failed");
 	}
 	int big = 1 << 20;
 	setsockopt(c, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
@@ -823,7 +824,7 @@ static int read_life(struct serve *s)
 		s->in_eof = 1;
 		return 0;
 	}
-	return n > 0 ? fail(s, "lane: the host wrote on stdin after the switch") : 0;
+	return n > 0 ? fail(s, "direct socket: the host wrote on stdin after the switch") : 0;
 }
 
 static int loop(struct serve *s)
@@ -837,7 +838,7 @@ static int loop(struct serve *s)
 			return -1;
 		if (s->in_eof || s->out_broken)
 			return 0;
-		timeout = lane_tend(s, timeout);
+		timeout = direct_tend(s, timeout);
 		int n = 0;
 		pfd[n] = (struct pollfd){.fd = s->in_fd, .events = POLLIN};
 		owner[n] = NULL, chan[n++] = OWN_IN;
@@ -847,9 +848,9 @@ static int loop(struct serve *s)
 			pfd[n] = (struct pollfd){.fd = s->out_fd, .events = POLLOUT};
 			owner[n] = NULL, chan[n++] = OWN_OUT;
 		}
-		if (s->lane.fd >= 0) {
-			pfd[n] = (struct pollfd){.fd = s->lane.fd, .events = POLLIN};
-			owner[n] = NULL, chan[n++] = OWN_LANE;
+		if (s->direct.fd >= 0) {
+			pfd[n] = (struct pollfd){.fd = s->direct.fd, .events = POLLIN};
+			owner[n] = NULL, chan[n++] = OWN_DIRECT;
 		}
 		if (s->life_fd >= 0) {
 			pfd[n] = (struct pollfd){.fd = s->life_fd, .events = POLLIN};
@@ -891,8 +892,8 @@ static int loop(struct serve *s)
 					reap(s);
 				} else if (chan[i] == OWN_OUT) {
 					flush_output(s);
-				} else if (chan[i] == OWN_LANE) {
-					if (lane_take(s) != 0)
+				} else if (chan[i] == OWN_DIRECT) {
+					if (direct_switch(s) != 0)
 						return -1;
 				} else if (read_life(s) != 0) {
 					return -1;
@@ -930,7 +931,7 @@ int sbx_serve(int in_fd, int out_fd)
 	s.in_fd = in_fd;
 	s.out_fd = out_fd;
 	s.life_fd = -1;
-	sbx_lane_init(&s.lane);
+	sbx_direct_init(&s.direct);
 	s.host_window = SBX_WINDOW_DEFAULT;
 	sbx_outq_init(&s.out);
 	s.decbuf = malloc(SBX_FRAME_HDR + SBX_FRAME_MAX_PAYLOAD);
@@ -961,7 +962,7 @@ int sbx_serve(int in_fd, int out_fd)
 	queue(&s, SBX_LANE_CTRL, SBX_F_HELLO, 0, 0, s.resp, w.len);
 
 	int rc = loop(&s);
-	sbx_lane_close(&s.lane);
+	sbx_direct_close(&s.direct);
 	for (struct job *j = s.jobs; j != NULL; j = j->next)
 		kill_job(j);
 	drain(&s);

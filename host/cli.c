@@ -338,7 +338,7 @@ static int exec_status(const struct sbx_exec_result *r)
 
 /* ---- commands over a session ---- */
 
-/* brief: one probe and done (a podman container's PID is then not asked for the lane). */
+/* brief: one probe and done (a podman container's PID is then not asked for the direct socket). */
 static int open_session(const struct opts *o, int brief, struct sbx_session **s, struct sbx_err *e)
 {
 	char dir[PATH_MAX];
@@ -350,7 +350,7 @@ static int open_session(const struct opts *o, int brief, struct sbx_session **s,
 	int rc = o->via != NULL
 	                 ? sbx_runner_from_via(o->via, o->agent, &r, e)
 	                 : sbx_runner_from_spec_ex(o->runner ? o->runner : "local", dir, o->agent,
-	                                           brief ? 0 : SBX_RUNNER_LANE_ASK, &r, e);
+	                                           brief ? 0 : SBX_RUNNER_DIRECT_ASK, &r, e);
 	if (rc != 0)
 		return -1;
 	/* podman/docker runners hand over the session their injection check opened. */

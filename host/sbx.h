@@ -97,9 +97,9 @@ int sbx_session_open(struct sbx_session **out, char *const argv_template[], cons
 void sbx_session_close(struct sbx_session *s);
 
 const struct sbx_hello *sbx_session_hello(const struct sbx_session *s);
-/* How the session's frames travel: "exec" (the channel command's stdin and stdout) or "lane"
+/* How the session's frames travel: "exec" (the channel command's stdin and stdout) or "direct"
  * (the agent's direct unix socket, which the podman/docker runner moves a session to when the
- * engine runs on this machine; docs/protocol.md, "LANE"). */
+ * engine runs on this machine; docs/protocol.md, "DIRECT"). */
 const char *sbx_session_channel(const struct sbx_session *s);
 
 /* The deadline of each later call, in seconds (> 0). */

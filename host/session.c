@@ -766,7 +766,7 @@ const struct sbx_hello *sbx_session_hello(const struct sbx_session *s)
 
 const char *sbx_session_channel(const struct sbx_session *s)
 {
-	return s->life_in >= 0 ? "lane" : "exec";
+	return s->life_in >= 0 ? "direct" : "exec";
 }
 
 void sbx_session_set_timeout(struct sbx_session *s, double seconds)

@@ -40,7 +40,7 @@ struct sbx_stream {
 struct sbx_session {
 	pid_t pid;
 	int to_fd, from_fd, err_fd;
-	/* After sbx_session_lane: the exec channel's stdin and stdout, kept open (the agent ends
+	/* After sbx_session_direct: the exec channel's stdin and stdout, kept open (the agent ends
 	 * when its stdin does) but no longer carrying frames; -1 before. */
 	int life_in, life_out;
 	struct sbx_frame_dec dec;
@@ -104,10 +104,10 @@ int sbx_session_open_boot(struct sbx_session **out, char *const argv_template[],
                           double timeout_s, const struct sbx_boot *boot, struct sbx_err *e);
 
 /* Moves an open, quiet session (no stream in flight) from its exec channel to the agent's
- * direct lane: a unix socket inside the sandbox of which pid is a process, reached through
- * /proc/PID/root (host/lane.c). -1 with e set when it did not happen: the session goes on
+ * direct socket: a unix socket inside the sandbox of which pid is a process, reached through
+ * /proc/PID/root (host/direct.c). -1 with e set when it did not happen: the session goes on
  * over the exec channel, unless the agent went silent after the token (s->broken is then set:
  * close it). */
-int sbx_session_lane(struct sbx_session *s, pid_t pid, struct sbx_err *e);
+int sbx_session_direct(struct sbx_session *s, pid_t pid, struct sbx_err *e);
 
 #endif

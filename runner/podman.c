@@ -569,7 +569,7 @@ static int native_copy(void *ctx, const char *local, const char *dst)
 	return ok ? 0 : -1;
 }
 
-/* ---- the direct lane ---- */
+/* ---- the direct socket ---- */
 
 /* Field 22 of /proc/PID/stat (start time in clock ticks); 0 when unreadable. */
 static unsigned long long start_time(pid_t pid)
@@ -684,10 +684,11 @@ static pid_t pid_collect(struct pid_query *q)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 && v > 1 ? (pid_t)v : 0;
 }
 
-/* The lane needs the engine on this machine: not with $SBX_LANE=0, nor a remote engine. */
-static int lane_wanted(const char *engine)
+/* The direct socket needs the engine on this machine: not with $SBX_DIRECT=0, nor a remote engine.
+ */
+static int direct_wanted(const char *engine)
 {
-	const char *v = getenv("SBX_LANE");
+	const char *v = getenv("SBX_DIRECT");
 	if (v != NULL && strcmp(v, "0") == 0)
 		return 0;
 	if (strcmp(engine, "podman") == 0)
@@ -709,7 +710,7 @@ int sbx_podman_open(const char *engine, const char *name, const char *agent_dir,
 	*s = NULL;
 	if (check_engine(engine, e) != 0 || check_name(name, e) != 0)
 		return -1;
-	int want = lane_wanted(engine);
+	int want = direct_wanted(engine);
 	pid_t pid = want ? pid_hint_read(engine, name) : 0;
 	struct pid_query q = {-1, -1};
 	if (want && pid == 0 && ask_pid)
@@ -723,14 +724,14 @@ int sbx_podman_open(const char *engine, const char *name, const char *agent_dir,
 	if (rc != 0 || pid <= 0)
 		return rc;
 	struct sbx_err le;
-	if (sbx_session_lane(*s, pid, &le) == 0) {
-		info->lane = 1;
+	if (sbx_session_direct(*s, pid, &le) == 0) {
+		info->direct = 1;
 		return 0;
 	}
-	snprintf(info->lane_error, sizeof info->lane_error, "%s", le.msg);
+	snprintf(info->direct_error, sizeof info->direct_error, "%s", le.msg);
 	if (!(*s)->broken)
 		return 0;
-	/* Rare: the agent went silent on the lane. A new session, on the exec channel. */
+	/* Rare: the agent went silent on the direct socket. A new session, on the exec channel. */
 	sbx_session_close(*s);
 	*s = NULL;
 	return open_exec(engine, name, agent_dir, timeout_s, s, info, e);

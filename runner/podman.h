@@ -63,9 +63,9 @@ enum sbx_podman_how {
 struct sbx_podman_inject {
 	char path[256]; /* the agent inside the container */
 	enum sbx_podman_how how;
-	int tries;            /* channels opened to get there */
-	int lane;             /* 1: the session moved to the direct lane (host/lane.c) */
-	char lane_error[256]; /* why it did not, when it was tried */
+	int tries;              /* channels opened to get there */
+	int direct;             /* 1: the session moved to the direct socket (host/direct.c) */
+	char direct_error[256]; /* why it did not, when it was tried */
 };
 
 /* Opens a session to the agent in a running container, injecting it first when needed. First
@@ -77,12 +77,12 @@ struct sbx_podman_inject {
  * remembered place ($SBX_PODMAN_DIR, default /run/sbx/podman, or the sbx.agent label), then
  * `ENGINE cp` (or streaming) to the first usable DIR; a copy there is used only when HELLO's
  * SHA-256 equals the local file's. Then, when the engine runs on this machine, the session
- * moves to the agent's direct lane (host/lane.c) if the container's PID 1 is remembered in
+ * moves to the agent's direct socket (host/direct.c) if the container's PID 1 is remembered in
  * $SBX_PODMAN_DIR, or, with ask_pid, after asking the engine for it (`inspect`, run alongside
  * the session's exec, then remembered): a one-shot probe is cheaper without that question,
- * anything longer is faster on the lane. agent_dir: NULL for sbx_agent_dir(). $SBX_NO_BOOT=1 skips
- * the one-exec way, $SBX_PODMAN_COPY=stream skips it and ENGINE cp (for tests).
- * SBX_EUNAVAILABLE: the container is absent or not running, or nothing worked. */
+ * anything longer is faster on the direct socket. agent_dir: NULL for sbx_agent_dir().
+ * $SBX_NO_BOOT=1 skips the one-exec way, $SBX_PODMAN_COPY=stream skips it and ENGINE cp (for
+ * tests). SBX_EUNAVAILABLE: the container is absent or not running, or nothing worked. */
 int sbx_podman_open(const char *engine, const char *name, const char *agent_dir, double timeout_s,
                     int ask_pid, struct sbx_session **s, struct sbx_podman_inject *info,
                     struct sbx_err *e);

@@ -122,7 +122,7 @@ static int set(struct sbx_runner *r, const char *const *words, const char *agent
 int sbx_runner_from_spec(const char *spec, const char *agent_dir, const char *agent,
                          struct sbx_runner *r, struct sbx_err *e)
 {
-	return sbx_runner_from_spec_ex(spec, agent_dir, agent, SBX_RUNNER_LANE_ASK, r, e);
+	return sbx_runner_from_spec_ex(spec, agent_dir, agent, SBX_RUNNER_DIRECT_ASK, r, e);
 }
 
 int sbx_runner_from_spec_ex(const char *spec, const char *agent_dir, const char *agent,
@@ -176,7 +176,7 @@ int sbx_runner_from_spec_ex(const char *spec, const char *agent_dir, const char 
 		struct sbx_session *s = NULL;
 		int rc = agent != NULL ? 0
 		                       : sbx_podman_open(engine, spec + 7, agent_dir, 30.0,
-		                                         (flags & SBX_RUNNER_LANE_ASK) != 0, &s,
+		                                         (flags & SBX_RUNNER_DIRECT_ASK) != 0, &s,
 		                                         &info, e);
 		if (rc == 0)
 			rc = set(r, (const char *const *)words, agent != NULL ? agent : info.path,

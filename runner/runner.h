@@ -34,11 +34,11 @@ struct sbx_runner {
 int sbx_runner_from_spec(const char *spec, const char *agent_dir, const char *agent,
                          struct sbx_runner *r, struct sbx_err *e);
 
-/* sbx_runner_from_spec with flags: SBX_RUNNER_LANE_ASK lets podman:/docker: ask the engine
+/* sbx_runner_from_spec with flags: SBX_RUNNER_DIRECT_ASK lets podman:/docker: ask the engine
  * for the container's PID when it is not remembered, so that the session can move to the
- * agent's direct lane (sbx_podman_open). sbx_runner_from_spec sets it; a caller about to send
+ * agent's direct socket (sbx_podman_open). sbx_runner_from_spec sets it; a caller about to send
  * one probe and close does better without it. */
-#define SBX_RUNNER_LANE_ASK 1u
+#define SBX_RUNNER_DIRECT_ASK 1u
 int sbx_runner_from_spec_ex(const char *spec, const char *agent_dir, const char *agent,
                             unsigned flags, struct sbx_runner *r, struct sbx_err *e);
 

@@ -37,7 +37,7 @@ enum sbx_op {
 	SBX_OP_DOWNLOAD = 21, /* stdout: the archive of a folder or a file */
 	SBX_OP_COMMIT = 22,   /* the host's SHA-256 of an upload's stream: commit or abort */
 
-	SBX_OP_LANE = 23, /* listen on a private unix socket; the session moves there */
+	SBX_OP_DIRECT = 23, /* listen on a private unix socket; the session moves there */
 };
 
 /* Capability bits in HELLO. */
@@ -151,14 +151,14 @@ enum sbx_tag {
 	SBX_T_EXCLUDED = 104,
 	SBX_T_STAGE = 105, /* where the staging folder was (for messages) */
 
-	/* the direct lane */
-	SBX_T_TOKEN = 110, /* LANE: 32 random bytes the connecting side must send first */
+	/* the direct socket */
+	SBX_T_TOKEN = 110, /* DIRECT: 32 random bytes the connecting side must send first */
 };
 
-/* The lane: the token's size, and the byte the agent sends on the socket once it has taken
+/* The direct socket: the token's size, and the byte the agent sends on the socket once it has taken
  * it (everything after is frames). */
-#define SBX_LANE_TOKEN_LEN 32
-#define SBX_LANE_ACK 0x5a
+#define SBX_DIRECT_TOKEN_LEN 32
+#define SBX_DIRECT_ACK 0x5a
 
 /* UPLOAD modes. */
 enum sbx_xmode {

@@ -42,7 +42,7 @@ sha=$(sha256sum "$agent" | cut -d' ' -f1)
 fname=.sbx-agent-${sha:0:12}
 # A podman that logs its subcommand: L runs sbx with it, calls prints what it was asked.
 mkdir -p "$w/bin"
-# The lane's background `inspect --format {{.State.Pid}}` is logged as "pid", apart: it runs
+# The direct socket's background `inspect --format {{.State.Pid}}` is logged as "pid", apart: it runs
 # alongside the session's exec, so its place in the order is not fixed.
 cat >"$w/bin/podman" <<EOF
 #!/bin/sh
@@ -99,13 +99,13 @@ for img in busybox-x86_64 debian-x86_64 noshell-x86_64; do
 	[ "$(calls)" = "$want" ] && [ "$(pids)" = 0 ] && grep -qx "channel exec" "$w/hello" ||
 		die "$img: first use took podman calls: $(calls), $(pids) pid queries, $(tail -1 "$w/hello")"
 	echo '{"id":1,"op":"hello"}' | L "$n" session >"$w/hello"
-	[ "$(calls)" = "$want" ] && [ "$(pids)" = 1 ] && grep -q '"channel":"lane"' "$w/hello" ||
+	[ "$(calls)" = "$want" ] && [ "$(pids)" = 1 ] && grep -q '"channel":"direct"' "$w/hello" ||
 		die "$img: session: $(calls), $(pids) pid queries, $(cat "$w/hello")"
 	L "$n" hello >"$w/hello"
-	[ "$(calls)" = "$want" ] && [ "$(pids)" = 0 ] && grep -qx "channel lane" "$w/hello" ||
+	[ "$(calls)" = "$want" ] && [ "$(pids)" = 0 ] && grep -qx "channel direct" "$w/hello" ||
 		die "$img: a later use: $(calls), $(pids) pid queries, $(tail -1 "$w/hello")"
-	[ "$(SBX_LANE=0 S "$n" hello | tail -1)" = "channel exec" ] || die "$img: SBX_LANE=0"
-	ok "$img: a one-shot hello stays on podman exec; a session moves to the agent's unix socket (channel lane; the container's PID asked once, alongside the exec, then remembered, so later one-shots use the lane too); SBX_LANE=0 stays on podman exec"
+	[ "$(SBX_DIRECT=0 S "$n" hello | tail -1)" = "channel exec" ] || die "$img: SBX_DIRECT=0"
+	ok "$img: a one-shot hello stays on podman exec; a session moves to the agent's unix socket (channel direct; the container's PID asked once, alongside the exec, then remembered, so later one-shots use the lane too); SBX_DIRECT=0 stays on podman exec"
 	[ "$(S "$n" kind "/$fname")" = file ] && [ "$(S "$n" kind "/tmp/$fname")" = absent ] ||
 		die "$img: the agent should run from init's /$fname, nothing copied"
 	ok "$img: first use runs init's own binary /$fname (named by its digest; nothing copied) with podman calls: $want; HELLO's sha256 is the local agent's"

@@ -1,6 +1,6 @@
 /* bench_probe RUNNER [N]: N `kind` probes of /tmp over one retained session through libsbx,
  * one request and its answer at a time (the session opened and HELLOed first, outside the
- * figure). Prints the channel the session uses ("exec" or "lane"), then "N mean_us p50_us
+ * figure). Prints the channel the session uses ("exec" or "direct"), then "N mean_us p50_us
  * p99_us" on one line for tests/bench/runners.sh. Every answer must be "dir". */
 #include <stdio.h>
 #include <stdlib.h>

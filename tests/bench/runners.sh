@@ -10,7 +10,7 @@
 #   just before, median of INJECT_RUNS (5); the same on containers sbx created;
 # - 1000 `kind` probes over one retained session through libsbx (build/bench/bench_probe;
 #   opened with a HELLO first; only the probes are timed, one request and its answer at a
-#   time), on the direct lane and with SBX_LANE=0, and through the CLI's JSON lines, against
+#   time), on the direct socket and with SBX_DIRECT=0, and through the CLI's JSON lines, against
 #   `podman exec N sh -c '[ -d /tmp ]'` (20 of them): the per-probe ratio;
 # - upload and download of the transfer bench's data sets, (a) 1 GiB in 8 files and
 #   (b) 50,000 files of 1 KiB in 500 folders, against `tar -cf - . | podman exec -i N tar -xf -
@@ -147,8 +147,8 @@ printf '  made by sbx sandbox create (init is the agent): podman exec N true %.0
 	"$ce" "$ci" "$r2"
 
 # 2. 1000 kind probes over one retained session (opened and HELLOed first; only the probes
-# are timed, each request waiting for its answer) through libsbx (bench_probe), on the lane
-# and, for the record, with SBX_LANE=0 (the session stays on podman exec), and through the sbx
+# are timed, each request waiting for its answer) through libsbx (bench_probe), on the direct socket
+# and, for the record, with SBX_DIRECT=0 (the session stays on podman exec), and through the sbx
 # CLI's JSON lines (a Python driver's view); against podman exec N sh -c '[ -d /tmp ]' (20).
 P "$base" hello >/dev/null # injection outside the figure
 probe() { # env...: "channel mean_us"
@@ -156,9 +156,9 @@ probe() { # env...: "channel mean_us"
 	out=$(env "$@" "$bench_probe" "podman:$base" 1000) || { fail "bench_probe $*"; echo "? 0"; return; }
 	echo "$(echo "$out" | sed -n 's/^channel //p') $(echo "$out" | tail -1 | cut -d' ' -f2)"
 }
-read -r ch_lane us_lane < <(probe SBX_LANE=1)
-read -r ch_exec us_exec < <(probe SBX_LANE=0)
-[ "$ch_lane" = lane ] && [ "$ch_exec" = exec ] || fail "probes: channels $ch_lane / $ch_exec"
+read -r ch_direct us_direct < <(probe SBX_DIRECT=1)
+read -r ch_exec us_exec < <(probe SBX_DIRECT=0)
+[ "$ch_direct" = direct ] && [ "$ch_exec" = exec ] || fail "probes: channels $ch_direct / $ch_exec"
 cat >"$w/probe.py" <<'PY'
 import json, subprocess, sys, time
 p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
@@ -182,12 +182,12 @@ read -r us_cli dirs < <(python3 "$w/probe.py" "$sbx" --runner "podman:$base" ses
 a=$(now)
 for i in $(seq 20); do podman exec "$base" sh -c '[ -d /tmp ]' || fail "podman exec probe"; done
 b=$(now)
-awk -v l="$us_lane" -v x="$us_exec" -v c="$us_cli" -v a="$a" -v b="$b" 'BEGIN{
+awk -v l="$us_direct" -v x="$us_exec" -v c="$us_cli" -v a="$a" -v b="$b" 'BEGIN{
 	pp = (b - a) / 20 * 1e6; r = pp / l
 	printf "  podman exec N sh -c %s: %.1f ms each (20)\n", "\"[ -d /tmp ]\"", pp / 1e3
-	printf "  1000 kind probes over one session (libsbx, one at a time), on the lane: %.0f us each: x%.0f (target >= 1000: %s)\n", l, r, (r >= 1000 ? "met" : "NOT met")
-	printf "  the same with SBX_LANE=0 (frames through podman exec): %.0f us each: x%.0f\n", x, pp / x
-	printf "  the same through the sbx CLI (JSON lines from Python, on the lane): %.0f us each: x%.0f\n", c, pp / c }'
+	printf "  1000 kind probes over one session (libsbx, one at a time), on the direct socket: %.0f us each: x%.0f (target >= 1000: %s)\n", l, r, (r >= 1000 ? "met" : "NOT met")
+	printf "  the same with SBX_DIRECT=0 (frames through podman exec): %.0f us each: x%.0f\n", x, pp / x
+	printf "  the same through the sbx CLI (JSON lines from Python, on the direct socket): %.0f us each: x%.0f\n", c, pp / c }'
 
 # 3. transfers: the transfer bench's two data sets, against tar through podman exec.
 hd=$(mktemp -d /dev/shm/sbx-bench-runners-XXXXXX)

@@ -1,7 +1,7 @@
-/* The direct lane (host/lane.c, agent/lane.c): a real agent in its own pid namespace
+/* The direct socket (host/direct.c, agent/direct.c): a real agent in its own pid namespace
  * (`unshare --pid --fork`) moves a session to its unix socket; everything the agent must
  * refuse is refused without a byte (a peer inside its pid namespace, even with the token; a
- * wrong token), a refusal leaves the session on the exec channel, and a lane is taken once. */
+ * wrong token), a refusal leaves the session on the exec channel, and the socket is taken once. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -159,7 +159,7 @@ static void probe(struct sbx_session *s, const char *path, enum sbx_kind want)
 	assert_int_equal(k, want);
 }
 
-/* ---- the lane's folders in /tmp ---- */
+/* ---- the direct socket's folders in /tmp ---- */
 
 #define MAX_SEEN 256
 
@@ -168,14 +168,14 @@ struct names {
 	size_t len;
 };
 
-static void lane_dirs(struct names *out)
+static void direct_dirs(struct names *out)
 {
 	out->len = 0;
 	DIR *d = opendir("/tmp");
 	assert_non_null(d);
 	struct dirent *de;
 	while ((de = readdir(d)) != NULL)
-		if (strncmp(de->d_name, ".sbx-lane-", 10) == 0 && out->len < MAX_SEEN)
+		if (strncmp(de->d_name, ".sbx-direct-", 12) == 0 && out->len < MAX_SEEN)
 			snprintf(out->n[out->len++], sizeof out->n[0], "%s", de->d_name);
 	closedir(d);
 }
@@ -190,18 +190,18 @@ static int among(const struct names *set, const char *name)
 
 /* ---- the protocol by hand ---- */
 
-/* Sends LANE with tok; the socket's path the agent answers. */
+/* Sends DIRECT with tok; the socket's path the agent answers. */
 static void offer(struct sbx_session *s, const uint8_t *tok, char *path, size_t cap)
 {
 	uint8_t buf[96];
 	struct sbx_msgw w;
 	sbx_msgw_init(&w, buf, sizeof buf);
-	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_LANE);
-	sbx_msgw_bytes(&w, SBX_T_TOKEN, tok, SBX_LANE_TOKEN_LEN);
+	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_DIRECT);
+	sbx_msgw_bytes(&w, SBX_T_TOKEN, tok, SBX_DIRECT_TOKEN_LEN);
 	struct sbx_stream *p;
 	struct sbx_err e;
 	if (sbx_call(s, &w, &p, &e) != 0)
-		fail_msg("LANE: %s", e.msg);
+		fail_msg("DIRECT: %s", e.msg);
 	struct sbx_field f;
 	int found = sbx_msg_find(p->resp, p->resp_len, SBX_T_PATH, &f);
 	int ok = found == 1 && sbx_field_str(&f, path, cap) == 0;
@@ -210,7 +210,7 @@ static void offer(struct sbx_session *s, const uint8_t *tok, char *path, size_t 
 	/* Its shape, and a private folder holding a socket. */
 	size_t n = strlen(path);
 	assert_true(n > 2 && strcmp(path + n - 2, "/s") == 0);
-	assert_non_null(strstr(path, "/.sbx-lane-"));
+	assert_non_null(strstr(path, "/.sbx-direct-"));
 	char dir[128];
 	snprintf(dir, sizeof dir, "%.*s", (int)(n - 2), path);
 	struct stat st;
@@ -240,7 +240,7 @@ static int dial(const char *path)
  * not be written. */
 static char knock(int c, const uint8_t *tok)
 {
-	if (send(c, tok, SBX_LANE_TOKEN_LEN, MSG_NOSIGNAL) != SBX_LANE_TOKEN_LEN)
+	if (send(c, tok, SBX_DIRECT_TOKEN_LEN, MSG_NOSIGNAL) != SBX_DIRECT_TOKEN_LEN)
 		return errno == EPIPE || errno == ECONNRESET ? 'E' : 'W';
 	struct pollfd p = {c, POLLIN, 0};
 	if (poll(&p, 1, WAIT_MS) != 1)
@@ -248,7 +248,7 @@ static char knock(int c, const uint8_t *tok)
 	uint8_t b;
 	ssize_t r = read(c, &b, 1);
 	if (r == 1)
-		return b == SBX_LANE_ACK ? 'A' : 'B';
+		return b == SBX_DIRECT_ACK ? 'A' : 'B';
 	return r == 0 || errno == ECONNRESET ? 'E' : 'W';
 }
 
@@ -325,19 +325,19 @@ static int disarm(void **state)
 	return 0;
 }
 
-static void lane_taken(void **state)
+static void direct_taken(void **state)
 {
 	(void)state;
 	struct names before, after;
-	lane_dirs(&before);
+	direct_dirs(&before);
 	pid_t agent;
 	struct sbx_session *s = open_agent(1, &agent);
 	assert_string_equal(sbx_session_channel(s), "exec");
 	probe(s, "/", SBX_KIND_DIR);
 	struct sbx_err e;
-	if (sbx_session_lane(s, agent, &e) != 0)
-		fail_msg("lane: %s (%s)", e.msg, sbx_session_stderr(s));
-	assert_string_equal(sbx_session_channel(s), "lane");
+	if (sbx_session_direct(s, agent, &e) != 0)
+		fail_msg("direct socket: %s (%s)", e.msg, sbx_session_stderr(s));
+	assert_string_equal(sbx_session_channel(s), "direct");
 	/* The exec channel carries no frame any more: its stdout stays silent. */
 	int life_out = s->life_out;
 	for (int i = 0; i < 200; i++) {
@@ -349,8 +349,8 @@ static void lane_taken(void **state)
 	double rtt;
 	assert_int_equal(sbx_ping(s, &rtt, &e), 0);
 	/* Taken: the socket and its folder are gone (the agent removes them before it reads
-	 * the lane's first frame, so after the probes they are). */
-	lane_dirs(&after);
+	 * the socket's first frame, so after the probes they are). */
+	direct_dirs(&after);
 	for (size_t i = 0; i < after.len; i++)
 		if (!among(&before, after.n[i]))
 			fail_msg("/tmp/%s is still there", after.n[i]);
@@ -378,12 +378,13 @@ __attribute__((noreturn)) static void refused_in_child(int fd)
 	pid_t agent = s->pid; /* no unshare: the channel process is the agent */
 	sbx_err_clear(&e);
 	enum sbx_kind k = SBX_KIND_FILE, k2 = SBX_KIND_FILE;
-	if (sbx_session_lane(s, agent, &e) != -1)
-		snprintf(m, sizeof m, "the lane was taken from the agent's own pid namespace");
+	if (sbx_session_direct(s, agent, &e) != -1)
+		snprintf(m, sizeof m,
+		         "the direct socket was taken from the agent's own pid namespace");
 	else if (e.cls != SBX_EUNAVAILABLE)
 		snprintf(m, sizeof m, "refusal of class %s: %s", sbx_err_class_name(e.cls), e.msg);
 	else if (s->broken) /* a refusal, not a broken session */
-		snprintf(m, sizeof m, "the refused lane broke the session: %s", e.msg);
+		snprintf(m, sizeof m, "the refused direct socket broke the session: %s", e.msg);
 	else if (strcmp(sbx_session_channel(s), "exec") != 0)
 		snprintf(m, sizeof m, "channel %s after a refusal", sbx_session_channel(s));
 	else if (sbx_kind(s, "/", &k, &e) != 0 || sbx_kind(s, "/nonexistent-xyz", &k2, &e) != 0)
@@ -405,7 +406,7 @@ static void same_pidns_refused(void **state)
 {
 	(void)state;
 	struct names before, after;
-	lane_dirs(&before);
+	direct_dirs(&before);
 	/* The agent really is in this pid namespace (the host's check passes, the agent's must
 	 * not). */
 	pid_t agent;
@@ -440,12 +441,12 @@ static void same_pidns_refused(void **state)
 		waitpid(pid, &st, 0);
 	}
 	if (WIFSIGNALED(st))
-		fail_msg("sbx_session_lane's process was killed by signal %d (%s)%s%s",
+		fail_msg("sbx_session_direct's process was killed by signal %d (%s)%s%s",
 		         WTERMSIG(st), strsignal(WTERMSIG(st)), got ? ": " : "", m);
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || got != 0)
 		fail_msg("%s", got ? m : "the refusal's child failed");
 	/* The offer's folder went with the agent. */
-	lane_dirs(&after);
+	direct_dirs(&after);
 	for (size_t i = 0; i < after.len; i++)
 		if (!among(&before, after.n[i]))
 			fail_msg("/tmp/%s is still there", after.n[i]);
@@ -456,7 +457,7 @@ static void inside_peer_with_token_refused(void **state)
 	(void)state;
 	pid_t agent;
 	struct sbx_session *s = open_agent(1, &agent);
-	uint8_t tok[SBX_LANE_TOKEN_LEN];
+	uint8_t tok[SBX_DIRECT_TOKEN_LEN];
 	for (size_t i = 0; i < sizeof tok; i++)
 		tok[i] = (uint8_t)(0xa5 ^ (i * 7));
 	char path[128];
@@ -468,7 +469,7 @@ static void inside_peer_with_token_refused(void **state)
 		fail_msg("the inside knock went wrong: '%c' (see knock, knock_from_inside)", got);
 	assert_int_equal(seen_as, 1); /* the knocker was inside: the agent is its pid 1 */
 	if (got == 'A')
-		fail_msg("a process inside the agent's pid namespace took the lane");
+		fail_msg("a process inside the agent's pid namespace took the direct socket");
 	/* The session is still on the exec channel... */
 	probe(s, "/", SBX_KIND_DIR);
 	/* ...the listener is still there, and from outside the same token is taken. */
@@ -486,11 +487,11 @@ static void wrong_token_refused(void **state)
 	(void)state;
 	pid_t agent;
 	struct sbx_session *s = open_agent(1, &agent);
-	uint8_t tok[SBX_LANE_TOKEN_LEN], bad[SBX_LANE_TOKEN_LEN];
+	uint8_t tok[SBX_DIRECT_TOKEN_LEN], bad[SBX_DIRECT_TOKEN_LEN];
 	for (size_t i = 0; i < sizeof tok; i++)
 		tok[i] = (uint8_t)(i * 13 + 1);
 	memcpy(bad, tok, sizeof bad);
-	bad[SBX_LANE_TOKEN_LEN - 1] ^= 1; /* one bit off, in the last byte */
+	bad[SBX_DIRECT_TOKEN_LEN - 1] ^= 1; /* one bit off, in the last byte */
 	char path[128];
 	offer(s, tok, path, sizeof path);
 	int c = dial(path);
@@ -514,22 +515,22 @@ static void not_twice(void **state)
 	pid_t agent;
 	struct sbx_session *s = open_agent(1, &agent);
 	struct sbx_err e;
-	if (sbx_session_lane(s, agent, &e) != 0)
-		fail_msg("lane: %s", e.msg);
-	assert_string_equal(sbx_session_channel(s), "lane");
+	if (sbx_session_direct(s, agent, &e) != 0)
+		fail_msg("direct socket: %s", e.msg);
+	assert_string_equal(sbx_session_channel(s), "direct");
 	/* The host refuses a second one... */
 	sbx_err_clear(&e);
-	assert_int_equal(sbx_session_lane(s, agent, &e), -1);
+	assert_int_equal(sbx_session_direct(s, agent, &e), -1);
 	assert_int_equal(e.cls, SBX_EUSAGE);
 	assert_false(s->broken);
-	assert_string_equal(sbx_session_channel(s), "lane");
+	assert_string_equal(sbx_session_channel(s), "direct");
 	probe(s, "/", SBX_KIND_DIR);
-	/* ...and so does the agent, asked over the lane. */
-	uint8_t tok[SBX_LANE_TOKEN_LEN] = {1};
+	/* ...and so does the agent, asked over the direct socket. */
+	uint8_t tok[SBX_DIRECT_TOKEN_LEN] = {1};
 	uint8_t buf[96];
 	struct sbx_msgw w;
 	sbx_msgw_init(&w, buf, sizeof buf);
-	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_LANE);
+	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_DIRECT);
 	sbx_msgw_bytes(&w, SBX_T_TOKEN, tok, sizeof tok);
 	struct sbx_stream *p = NULL;
 	sbx_err_clear(&e);
@@ -557,16 +558,16 @@ static void busy_refused(void **state)
 		fail_msg("exec: %s", e.msg);
 	/* A command in flight: the host does not even ask... */
 	sbx_err_clear(&e);
-	assert_int_equal(sbx_session_lane(s, agent, &e), -1);
+	assert_int_equal(sbx_session_direct(s, agent, &e), -1);
 	assert_int_equal(e.cls, SBX_EUSAGE);
 	assert_false(s->broken);
 	assert_string_equal(sbx_session_channel(s), "exec");
 	/* ...and the agent, asked anyway, refuses while its job runs. */
-	uint8_t tok[SBX_LANE_TOKEN_LEN] = {2};
+	uint8_t tok[SBX_DIRECT_TOKEN_LEN] = {2};
 	uint8_t buf[96];
 	struct sbx_msgw w;
 	sbx_msgw_init(&w, buf, sizeof buf);
-	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_LANE);
+	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_DIRECT);
 	sbx_msgw_bytes(&w, SBX_T_TOKEN, tok, sizeof tok);
 	struct sbx_stream *p = NULL;
 	sbx_err_clear(&e);
@@ -580,10 +581,10 @@ static void busy_refused(void **state)
 		fail_msg("exec wait: %s", e.msg);
 	assert_int_equal(r.outcome, SBX_OUT_EXITED);
 	assert_int_equal(r.code, 0);
-	/* Quiet again: now the lane is taken. */
-	if (sbx_session_lane(s, agent, &e) != 0)
-		fail_msg("lane: %s", e.msg);
-	assert_string_equal(sbx_session_channel(s), "lane");
+	/* Quiet again: now the direct socket is taken. */
+	if (sbx_session_direct(s, agent, &e) != 0)
+		fail_msg("direct socket: %s", e.msg);
+	assert_string_equal(sbx_session_channel(s), "direct");
 	probe(s, "/", SBX_KIND_DIR);
 	close_and_gone(s, agent);
 }
@@ -591,7 +592,7 @@ static void busy_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test_setup_teardown(lane_taken, arm, disarm),
+	        cmocka_unit_test_setup_teardown(direct_taken, arm, disarm),
 	        cmocka_unit_test_setup_teardown(inside_peer_with_token_refused, arm, disarm),
 	        cmocka_unit_test_setup_teardown(wrong_token_refused, arm, disarm),
 	        cmocka_unit_test_setup_teardown(not_twice, arm, disarm),

@@ -1,4 +1,4 @@
-/* The host's side of the direct lane (docs/protocol.md, "LANE"): once a session is open
+/* The host's side of the direct socket (docs/protocol.md, "DIRECT"): once a session is open
  * through an exec channel whose far side runs on this machine (podman's containers), the
  * agent offers a unix socket and the session moves there, leaving the exec channel's relays
  * (podman, conmon) out of every later round trip. The agent's answer is the sandbox's word:
@@ -26,16 +26,16 @@
 #define SYS_openat2 437
 #endif
 
-/* /tmp|/dev/shm|/run|/var/tmp + "/.sbx-lane-" + 6 of [A-Za-z0-9] + "/s": what agent/lane.c
+/* /tmp|/dev/shm|/run|/var/tmp + "/.sbx-direct-" + 6 of [A-Za-z0-9] + "/s": what agent/direct.c
  * makes. The folder part (without "/s") goes to dir. */
-static int lane_shape(const char *p, char *dir, size_t cap)
+static int direct_shape(const char *p, char *dir, size_t cap)
 {
 	static const char *const where[] = {"/tmp/", "/dev/shm/", "/run/", "/var/tmp/"};
 	for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
 		size_t n = strlen(where[i]);
-		if (strncmp(p, where[i], n) != 0 || strncmp(p + n, ".sbx-lane-", 10) != 0)
+		if (strncmp(p, where[i], n) != 0 || strncmp(p + n, ".sbx-direct-", 12) != 0)
 			continue;
-		const char *x = p + n + 10;
+		const char *x = p + n + 12;
 		for (int k = 0; k < 6; k++)
 			if (!((x[k] >= 'a' && x[k] <= 'z') || (x[k] >= 'A' && x[k] <= 'Z') ||
 			      (x[k] >= '0' && x[k] <= '9')))
@@ -64,19 +64,20 @@ static int same_ns(pid_t a, pid_t b)
 static int reach(pid_t pid, const char *path, struct sbx_err *e)
 {
 	char dir[96], root[64], via[64];
-	if (!lane_shape(path, dir, sizeof dir))
-		return sbx_err_set(e, SBX_EPROTOCOL, 0, "lane: the agent offered '%.80s'", path);
+	if (!direct_shape(path, dir, sizeof dir))
+		return sbx_err_set(e, SBX_EPROTOCOL, 0, "direct socket: the agent offered '%.80s'",
+		                   path);
 	snprintf(root, sizeof root, "/proc/%d/root", (int)pid);
 	int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
-		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "lane: %s", root);
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "direct socket: %s", root);
 	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
 	                       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
 	int dfd = (int)syscall(SYS_openat2, rfd, dir + 1, &how, sizeof how);
 	int err = errno;
 	close(rfd);
 	if (dfd < 0)
-		return sbx_err_set(e, SBX_EUNAVAILABLE, err, "lane: %s inside", dir);
+		return sbx_err_set(e, SBX_EUNAVAILABLE, err, "direct socket: %s inside", dir);
 	snprintf(via, sizeof via, "/proc/self/fd/%d/s", dfd);
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	memcpy(a.sun_path, via, strlen(via) + 1);
@@ -86,7 +87,7 @@ static int reach(pid_t pid, const char *path, struct sbx_err *e)
 		if (c >= 0)
 			close(c);
 		close(dfd);
-		return sbx_err_set(e, SBX_EUNAVAILABLE, err, "lane: connect %s", path);
+		return sbx_err_set(e, SBX_EUNAVAILABLE, err, "direct socket: connect %s", path);
 	}
 	close(dfd);
 	struct ucred cr;
@@ -95,7 +96,7 @@ static int reach(pid_t pid, const char *path, struct sbx_err *e)
 	    !same_ns(cr.pid, pid)) {
 		close(c);
 		return sbx_err_set(e, SBX_EPROTOCOL, 0,
-		                   "lane: the socket's listener is not in the sandbox");
+		                   "direct socket: the socket's listener is not in the sandbox");
 	}
 	return c;
 }
@@ -105,27 +106,29 @@ static int io_wait(int fd, short ev, int64_t deadline, struct sbx_err *e)
 	for (;;) {
 		int64_t left = deadline - sbx_now_ns();
 		if (left <= 0)
-			return sbx_err_set(e, SBX_EUNAVAILABLE, ETIMEDOUT, "lane: no answer");
+			return sbx_err_set(e, SBX_EUNAVAILABLE, ETIMEDOUT,
+			                   "direct socket: no answer");
 		struct pollfd p = {fd, ev, 0};
 		int r = poll(&p, 1, (int)(left / 1000000) + 1);
 		if (r > 0)
 			return 0;
 		if (r < 0 && errno != EINTR)
-			return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "lane: poll");
+			return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "direct socket: poll");
 	}
 }
 
-int sbx_session_lane(struct sbx_session *s, pid_t pid, struct sbx_err *e)
+int sbx_session_direct(struct sbx_session *s, pid_t pid, struct sbx_err *e)
 {
 	if (s->life_in >= 0 || s->streams != NULL || !sbx_outq_empty(&s->out))
-		return sbx_err_set(e, SBX_EUSAGE, 0, "lane: only on a quiet session, once");
-	uint8_t token[SBX_LANE_TOKEN_LEN];
+		return sbx_err_set(e, SBX_EUSAGE, 0,
+		                   "direct socket: only on a quiet session, once");
+	uint8_t token[SBX_DIRECT_TOKEN_LEN];
 	if (getrandom(token, sizeof token, 0) != (ssize_t)sizeof token)
-		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "lane: getrandom");
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "direct socket: getrandom");
 	uint8_t buf[96];
 	struct sbx_msgw w;
 	sbx_msgw_init(&w, buf, sizeof buf);
-	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_LANE);
+	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_DIRECT);
 	sbx_msgw_bytes(&w, SBX_T_TOKEN, token, sizeof token);
 	struct sbx_stream *p;
 	if (sbx_call(s, &w, &p, e) != 0)
@@ -136,9 +139,9 @@ int sbx_session_lane(struct sbx_session *s, pid_t pid, struct sbx_err *e)
 	         sbx_field_str(&f, path, sizeof path) == 0;
 	sbx_stream_free(s, p);
 	if (!ok)
-		return sbx_err_set(e, SBX_EPROTOCOL, 0, "lane: no path in the answer");
+		return sbx_err_set(e, SBX_EPROTOCOL, 0, "direct socket: no path in the answer");
 	if (!sbx_outq_empty(&s->out))
-		return sbx_err_set(e, SBX_EUSAGE, 0, "lane: the session was not quiet");
+		return sbx_err_set(e, SBX_EUSAGE, 0, "direct socket: the session was not quiet");
 	/* From here the agent may switch at any moment: nothing more goes on its stdin. */
 	int c = reach(pid, path, e);
 	if (c < 0)
@@ -156,12 +159,13 @@ int sbx_session_lane(struct sbx_session *s, pid_t pid, struct sbx_err *e)
 	 * still unread there. The agent stays on the exec channel. */
 	if (refused || r == 0 || (r < 0 && errno == ECONNRESET)) {
 		close(c);
-		return sbx_err_set(e, SBX_EUNAVAILABLE, 0, "lane: the agent refused it");
+		return sbx_err_set(e, SBX_EUNAVAILABLE, 0, "direct socket: the agent refused it");
 	}
-	if (r != 1 || ack != SBX_LANE_ACK) {
+	if (r != 1 || ack != SBX_DIRECT_ACK) {
 		close(c);
 		/* The agent may have switched already: the session cannot go on either way. */
-		sbx_err_set(e, SBX_EUNAVAILABLE, 0, "lane: no answer from the agent on it");
+		sbx_err_set(e, SBX_EUNAVAILABLE, 0,
+		            "direct socket: no answer from the agent on it");
 		s->broken = 1;
 		s->broken_err = *e;
 		return -1;
@@ -169,7 +173,7 @@ int sbx_session_lane(struct sbx_session *s, pid_t pid, struct sbx_err *e)
 	int in = fcntl(c, F_DUPFD_CLOEXEC, 3);
 	if (in < 0) {
 		close(c);
-		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "lane: dup");
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "direct socket: dup");
 	}
 	int big = 1 << 20;
 	setsockopt(c, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);

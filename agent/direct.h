@@ -1,39 +1,39 @@
-/* The direct lane (docs/protocol.md, "LANE"): on request the agent listens on a unix socket
+/* The direct socket (docs/protocol.md, "DIRECT"): on request the agent listens on a unix socket
  * in a private folder; the first connection that comes from outside the agent's pid namespace
  * and sends the request's token becomes the session's channel in both directions, and the
  * exec channel's stdin stays open only as a lifeline (its end ends the agent). Everything
- * else that connects is closed unanswered. The socket and its folder go as soon as the lane
+ * else that connects is closed unanswered. The socket and its folder go as soon as the socket
  * is taken, refused for good, or past its deadline. */
-#ifndef SBX_AGENT_LANE_H
-#define SBX_AGENT_LANE_H
+#ifndef SBX_AGENT_DIRECT_H
+#define SBX_AGENT_DIRECT_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "proto.h"
 
-struct sbx_lane_listen {
+struct sbx_direct {
 	int fd; /* listening socket; -1: none */
 	char dir[96];
 	char path[104]; /* dir + "/s" */
-	uint8_t token[SBX_LANE_TOKEN_LEN];
+	uint8_t token[SBX_DIRECT_TOKEN_LEN];
 	int64_t deadline_ns;
 	int refused; /* connections refused so far */
 };
 
-void sbx_lane_init(struct sbx_lane_listen *l);
+void sbx_direct_init(struct sbx_direct *l);
 
 /* Makes the folder (0700, in the first of /tmp /dev/shm /run /var/tmp that takes it) and the
  * listening socket. 0, or -1 with errno and a message in err. */
-int sbx_lane_listen(struct sbx_lane_listen *l, const uint8_t *token, int64_t deadline_ns, char *err,
-                    size_t cap);
+int sbx_direct_listen(struct sbx_direct *l, const uint8_t *token, int64_t deadline_ns, char *err,
+                      size_t cap);
 
 /* Takes one pending connection: the connected socket (non-blocking) when it passed both
  * checks; -1 when it did not (closed; keep listening while l->fd >= 0: after 16 refusals the
  * listener is closed). */
-int sbx_lane_take(struct sbx_lane_listen *l);
+int sbx_direct_take(struct sbx_direct *l);
 
 /* Removes the socket and its folder and closes the listener (idempotent). */
-void sbx_lane_close(struct sbx_lane_listen *l);
+void sbx_direct_close(struct sbx_direct *l);
 
 #endif

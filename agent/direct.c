@@ -1,5 +1,5 @@
-/* The agent's side of the direct lane (agent/lane.h). */
-#include "lane.h"
+/* The agent's side of the direct socket (agent/direct.h). */
+#include "direct.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,23 +16,23 @@
 #define MAX_REFUSED 16
 #define TOKEN_WAIT_MS 2000
 
-void sbx_lane_init(struct sbx_lane_listen *l)
+void sbx_direct_init(struct sbx_direct *l)
 {
 	memset(l, 0, sizeof *l);
 	l->fd = -1;
 }
 
-int sbx_lane_listen(struct sbx_lane_listen *l, const uint8_t *token, int64_t deadline_ns, char *err,
-                    size_t cap)
+int sbx_direct_listen(struct sbx_direct *l, const uint8_t *token, int64_t deadline_ns, char *err,
+                      size_t cap)
 {
 	static const char *const where[] = {"/tmp", "/dev/shm", "/run", "/var/tmp"};
-	sbx_lane_close(l);
+	sbx_direct_close(l);
 	l->refused = 0;
 	l->deadline_ns = deadline_ns;
-	memcpy(l->token, token, SBX_LANE_TOKEN_LEN);
+	memcpy(l->token, token, SBX_DIRECT_TOKEN_LEN);
 	int saved = 0;
 	for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
-		snprintf(l->dir, sizeof l->dir, "%s/.sbx-lane-XXXXXX", where[i]);
+		snprintf(l->dir, sizeof l->dir, "%s/.sbx-direct-XXXXXX", where[i]);
 		if (mkdtemp(l->dir) != NULL) {
 			saved = 0;
 			break;
@@ -41,20 +41,20 @@ int sbx_lane_listen(struct sbx_lane_listen *l, const uint8_t *token, int64_t dea
 		l->dir[0] = '\0';
 	}
 	if (l->dir[0] == '\0') {
-		snprintf(err, cap, "no folder for the lane's socket");
+		snprintf(err, cap, "no folder for the direct socket");
 		errno = saved;
 		return -1;
 	}
 	snprintf(l->path, sizeof l->path, "%s/s", l->dir);
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	_Static_assert(sizeof l->path <= sizeof a.sun_path, "a lane path fits sun_path");
+	_Static_assert(sizeof l->path <= sizeof a.sun_path, "a direct socket path fits sun_path");
 	memcpy(a.sun_path, l->path, strlen(l->path) + 1);
 	l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (l->fd < 0 || bind(l->fd, (struct sockaddr *)&a, sizeof a) != 0 ||
 	    listen(l->fd, 4) != 0) {
 		saved = errno;
-		snprintf(err, cap, "lane socket %s: %s", l->path, strerror(saved));
-		sbx_lane_close(l);
+		snprintf(err, cap, "direct socket %s: %s", l->path, strerror(saved));
+		sbx_direct_close(l);
 		errno = saved;
 		return -1;
 	}
@@ -70,9 +70,9 @@ static int from_outside(int fd)
 	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c, &n) == 0 && n == sizeof c && c.pid == 0;
 }
 
-static int token_ok(struct sbx_lane_listen *l, int fd)
+static int token_ok(struct sbx_direct *l, int fd)
 {
-	uint8_t got[SBX_LANE_TOKEN_LEN];
+	uint8_t got[SBX_DIRECT_TOKEN_LEN];
 	size_t have = 0;
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -96,7 +96,7 @@ static int token_ok(struct sbx_lane_listen *l, int fd)
 	return diff == 0;
 }
 
-int sbx_lane_take(struct sbx_lane_listen *l)
+int sbx_direct_take(struct sbx_direct *l)
 {
 	if (l->fd < 0)
 		return -1;
@@ -104,20 +104,20 @@ int sbx_lane_take(struct sbx_lane_listen *l)
 	if (c < 0)
 		return -1;
 	if (from_outside(c) && token_ok(l, c)) {
-		uint8_t ack = SBX_LANE_ACK;
+		uint8_t ack = SBX_DIRECT_ACK;
 		struct pollfd p = {c, POLLOUT, 0};
 		if (poll(&p, 1, TOKEN_WAIT_MS) == 1 && write(c, &ack, 1) == 1) {
-			sbx_lane_close(l);
+			sbx_direct_close(l);
 			return c;
 		}
 	}
 	close(c);
 	if (++l->refused >= MAX_REFUSED)
-		sbx_lane_close(l);
+		sbx_direct_close(l);
 	return -1;
 }
 
-void sbx_lane_close(struct sbx_lane_listen *l)
+void sbx_direct_close(struct sbx_direct *l)
 {
 	if (l->fd >= 0) {
 		close(l->fd);
