@@ -39,6 +39,12 @@ int sbx_agent_dir(char *out, size_t cap, struct sbx_err *e)
 
 int sbx_agent_path(const char *dir, const char *arch, char *out, size_t cap, struct sbx_err *e)
 {
+	char def[PATH_MAX];
+	if (dir == NULL) {
+		if (sbx_agent_dir(def, sizeof def, e) != 0)
+			return -1;
+		dir = def;
+	}
 	if (sbx_arch_by_name(arch) == NULL)
 		return sbx_err_set(e, SBX_EUSAGE, 0, "unknown architecture '%s'", arch);
 	if ((size_t)snprintf(out, cap, "%s/%s/sbx-agent", dir, arch) >= cap)

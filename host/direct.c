@@ -101,22 +101,6 @@ static int reach(pid_t pid, const char *path, struct sbx_err *e)
 	return c;
 }
 
-static int io_wait(int fd, short ev, int64_t deadline, struct sbx_err *e)
-{
-	for (;;) {
-		int64_t left = deadline - sbx_now_ns();
-		if (left <= 0)
-			return sbx_err_set(e, SBX_EUNAVAILABLE, ETIMEDOUT,
-			                   "direct socket: no answer");
-		struct pollfd p = {fd, ev, 0};
-		int r = poll(&p, 1, (int)(left / 1000000) + 1);
-		if (r > 0)
-			return 0;
-		if (r < 0 && errno != EINTR)
-			return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "direct socket: poll");
-	}
-}
-
 int sbx_session_direct(struct sbx_session *s, pid_t pid, struct sbx_err *e)
 {
 	if (s->life_in >= 0 || s->streams != NULL || !sbx_outq_empty(&s->out))
@@ -153,7 +137,7 @@ int sbx_session_direct(struct sbx_session *s, pid_t pid, struct sbx_err *e)
 	int refused = 0;
 	if (send(c, token, sizeof token, MSG_NOSIGNAL) != (ssize_t)sizeof token)
 		refused = errno == EPIPE || errno == ECONNRESET;
-	else if (io_wait(c, POLLIN, deadline, e) == 0)
+	else if (sbx_fd_wait(c, POLLIN, deadline, "direct socket", e) == 0)
 		r = read(c, &ack, 1);
 	/* A refused connection is closed unread by the agent: EOF, or a reset when the token was
 	 * still unread there. The agent stays on the exec channel. */

@@ -21,8 +21,8 @@ const char *sbx_version(void);
  * build/agent). Writes it to out (cap bytes). */
 int sbx_agent_dir(char *out, size_t cap, struct sbx_err *e);
 
-/* Path of the agent binary for arch (an sbx architecture name) under dir; the file must
- * exist and be executable (SBX_EUSAGE otherwise). */
+/* Path of the agent binary for arch (an sbx architecture name) under dir (NULL:
+ * sbx_agent_dir()); the file must exist and be executable (SBX_EUSAGE otherwise). */
 int sbx_agent_path(const char *dir, const char *arch, char *out, size_t cap, struct sbx_err *e);
 
 /* ---- running a local program with a deadline -------------------------------------------- */

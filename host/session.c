@@ -764,6 +764,22 @@ const struct sbx_hello *sbx_session_hello(const struct sbx_session *s)
 	return &s->hello;
 }
 
+int sbx_fd_wait(int fd, short events, int64_t deadline_ns, const char *what, struct sbx_err *e)
+{
+	for (;;) {
+		int64_t left = deadline_ns - sbx_now_ns();
+		if (left <= 0)
+			return sbx_err_set(e, SBX_EUNAVAILABLE, ETIMEDOUT,
+			                   "%s: no answer before the deadline", what);
+		struct pollfd p = {fd, events, 0};
+		int r = poll(&p, 1, (int)(left / 1000000 + 1));
+		if (r > 0)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "%s: poll", what);
+	}
+}
+
 const char *sbx_session_channel(const struct sbx_session *s)
 {
 	return s->life_in >= 0 ? "direct" : "exec";

@@ -110,4 +110,8 @@ int sbx_session_open_boot(struct sbx_session **out, char *const argv_template[],
  * close it). */
 int sbx_session_direct(struct sbx_session *s, pid_t pid, struct sbx_err *e);
 
+/* Waits until fd is ready for events (poll) or deadline_ns passes (SBX_EUNAVAILABLE,
+ * ETIMEDOUT, the message prefixed with what). */
+int sbx_fd_wait(int fd, short events, int64_t deadline_ns, const char *what, struct sbx_err *e);
+
 #endif

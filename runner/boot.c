@@ -67,12 +67,6 @@ struct agent_file {
 static int load_agent(const char *agent_dir, const char *arch, struct agent_file *a,
                       struct sbx_err *e)
 {
-	char dir[PATH_MAX];
-	if (agent_dir == NULL) {
-		if (sbx_agent_dir(dir, sizeof dir, e) != 0)
-			return -1;
-		agent_dir = dir;
-	}
 	if (sbx_agent_path(agent_dir, arch, a->path, sizeof a->path, e) != 0)
 		return -1;
 	int fd = open(a->path, O_RDONLY | O_CLOEXEC);
@@ -99,22 +93,6 @@ static int load_agent(const char *agent_dir, const char *arch, struct agent_file
 	return 0;
 }
 
-static int wait_fd(int fd, short ev, int64_t deadline_ns, struct sbx_err *e)
-{
-	for (;;) {
-		int64_t left = deadline_ns - sbx_now_ns();
-		if (left <= 0)
-			return sbx_err_set(e, SBX_EUNAVAILABLE, ETIMEDOUT,
-			                   "agent delivery: no answer before the deadline");
-		struct pollfd p = {fd, ev, 0};
-		int r = poll(&p, 1, (int)(left / 1000000 + 1));
-		if (r > 0)
-			return 0;
-		if (r < 0 && errno != EINTR)
-			return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "poll");
-	}
-}
-
 /* One line, a byte at a time: nothing past its newline is taken from the channel. */
 static int read_line(int fd, char *buf, size_t cap, size_t *len, int64_t deadline_ns,
                      struct sbx_err *e)
@@ -134,7 +112,7 @@ static int read_line(int fd, char *buf, size_t cap, size_t *len, int64_t deadlin
 			return sbx_err_set(e, SBX_EUNAVAILABLE, 0,
 			                   "agent delivery: the channel ended (no shell?)");
 		} else if (errno == EAGAIN) {
-			if (wait_fd(fd, POLLIN, deadline_ns, e) != 0)
+			if (sbx_fd_wait(fd, POLLIN, deadline_ns, "agent delivery", e) != 0)
 				return -1;
 		} else if (errno != EINTR) {
 			return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "agent delivery: read");
@@ -151,7 +129,7 @@ static int write_all(int fd, const void *p, size_t n, int64_t deadline_ns, struc
 			b += w;
 			n -= (size_t)w;
 		} else if (w < 0 && errno == EAGAIN) {
-			if (wait_fd(fd, POLLOUT, deadline_ns, e) != 0)
+			if (sbx_fd_wait(fd, POLLOUT, deadline_ns, "agent delivery", e) != 0)
 				return -1;
 		} else if (!(w < 0 && errno == EINTR)) {
 			return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "agent delivery: write");

@@ -120,18 +120,6 @@ static void sidecar_arch(const char *tar, char *out, size_t cap)
 	fclose(f);
 }
 
-static int agent_for(const char *agent_dir, const char *arch, char *out, size_t cap,
-                     struct sbx_err *e)
-{
-	char dir[PATH_MAX];
-	if (agent_dir == NULL) {
-		if (sbx_agent_dir(dir, sizeof dir, e) != 0)
-			return -1;
-		agent_dir = dir;
-	}
-	return sbx_agent_path(agent_dir, arch, out, cap, e);
-}
-
 /* ---- create / status / remove ---- */
 
 #define MAXW 96
@@ -313,7 +301,7 @@ int sbx_podman_create(const char *engine, const char *image, const char *name,
 	char agent[PATH_MAX];
 	if (o->agent != NULL)
 		snprintf(agent, sizeof agent, "%s", o->agent);
-	else if (agent_for(o->agent_dir, arch, agent, sizeof agent, e) != 0)
+	else if (sbx_agent_path(o->agent_dir, arch, agent, sizeof agent, e) != 0)
 		return -1;
 
 	/* Init is the agent under the name injection looks for: the first session finds it. */
@@ -477,21 +465,29 @@ static void mkdirs(char *p)
 		}
 }
 
-/* Best effort: the hint only saves a few engine calls next time. */
-static void hint_write(const char *engine, const char *name, const char *id, const char *path)
+/* path's whole content becomes line, atomically (a temporary renamed); best effort: a hint
+ * only saves engine calls next time. */
+static void hint_file(char *path, const char *line)
 {
-	char p[PATH_MAX], tmp[PATH_MAX + 16];
-	if (hint_path(engine, name, p, sizeof p) != 0)
-		return;
-	mkdirs(p);
-	snprintf(tmp, sizeof tmp, "%s.%ld", p, (long)getpid());
+	char tmp[PATH_MAX + 16];
+	mkdirs(path);
+	snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
 	FILE *f = fopen(tmp, "w");
 	if (f == NULL)
 		return;
-	int ok = fprintf(f, "%s %s\n", id, path) > 0;
+	int ok = fputs(line, f) >= 0;
 	ok = fclose(f) == 0 && ok;
-	if (!ok || rename(tmp, p) != 0)
+	if (!ok || rename(tmp, path) != 0)
 		unlink(tmp);
+}
+
+static void hint_write(const char *engine, const char *name, const char *id, const char *path)
+{
+	char p[PATH_MAX], line[512];
+	if (hint_path(engine, name, p, sizeof p) != 0 ||
+	    (size_t)snprintf(line, sizeof line, "%s %s\n", id, path) >= sizeof line)
+		return;
+	hint_file(p, line);
 }
 
 int sbx_podman_remove(const char *engine, const char *name, struct sbx_err *e)
@@ -616,19 +612,12 @@ static pid_t pid_hint_read(const char *engine, const char *name)
 
 static void pid_hint_write(const char *engine, const char *name, pid_t pid)
 {
-	char p[PATH_MAX], tmp[PATH_MAX + 16];
+	char p[PATH_MAX], line[64];
 	unsigned long long t = start_time(pid);
 	if (t == 0 || pid_hint_path(engine, name, p, sizeof p) != 0)
 		return;
-	mkdirs(p);
-	snprintf(tmp, sizeof tmp, "%s.%ld", p, (long)getpid());
-	FILE *f = fopen(tmp, "w");
-	if (f == NULL)
-		return;
-	int ok = fprintf(f, "%ld %llu\n", (long)pid, t) > 0;
-	ok = fclose(f) == 0 && ok;
-	if (!ok || rename(tmp, p) != 0)
-		unlink(tmp);
+	snprintf(line, sizeof line, "%ld %llu\n", (long)pid, t);
+	hint_file(p, line);
 }
 
 /* `ENGINE inspect --format {{.State.Pid}} NAME` started in the background (it runs while the
@@ -779,7 +768,7 @@ static int open_exec(const char *engine, const char *name, const char *agent_dir
 		return -1;
 	}
 	char local[PATH_MAX];
-	if (agent_for(agent_dir, arch, local, sizeof local, e) != 0)
+	if (sbx_agent_path(agent_dir, arch, local, sizeof local, e) != 0)
 		return -1;
 	char **tmpl;
 	if (sbx_podman_argv(engine, name, &tmpl, e) != 0)

@@ -226,14 +226,9 @@ int sbx_remote_open(const struct sbx_remote *rm, const char *agent_dir, double t
 		if (be.cls == SBX_EUSAGE)
 			return sbx_err_set(e, be.cls, be.errnum, "%s: %s", rm->what, be.msg);
 	}
-	char arch[16], dir[PATH_MAX], local[PATH_MAX];
+	char arch[16], local[PATH_MAX];
 	if (sbx_inject_survey(&t, timeout_s, arch, sizeof arch, found, sizeof found, e) != 0)
 		return -1;
-	if (agent_dir == NULL) {
-		if (sbx_agent_dir(dir, sizeof dir, e) != 0)
-			return -1;
-		agent_dir = dir;
-	}
 	if (sbx_agent_path(agent_dir, arch, local, sizeof local, e) != 0)
 		return -1;
 	return sbx_inject_open(&t, local, timeout_s, s, res, e);

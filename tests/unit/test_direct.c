@@ -509,6 +509,25 @@ static void wrong_token_refused(void **state)
 	close(c);
 }
 
+/* A DIRECT request sent by hand (the token: first_byte, then zeros) is refused as usage, and
+ * the session goes on. */
+static void agent_refuses(struct sbx_session *s, uint8_t first_byte)
+{
+	uint8_t tok[SBX_DIRECT_TOKEN_LEN] = {first_byte};
+	uint8_t buf[96];
+	struct sbx_msgw w;
+	struct sbx_err e;
+	sbx_msgw_init(&w, buf, sizeof buf);
+	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_DIRECT);
+	sbx_msgw_bytes(&w, SBX_T_TOKEN, tok, sizeof tok);
+	struct sbx_stream *p = NULL;
+	sbx_err_clear(&e);
+	assert_int_equal(sbx_call(s, &w, &p, &e), -1);
+	assert_null(p);
+	assert_int_equal(e.cls, SBX_EUSAGE);
+	assert_false(s->broken);
+}
+
 static void not_twice(void **state)
 {
 	(void)state;
@@ -526,18 +545,7 @@ static void not_twice(void **state)
 	assert_string_equal(sbx_session_channel(s), "direct");
 	probe(s, "/", SBX_KIND_DIR);
 	/* ...and so does the agent, asked over the direct socket. */
-	uint8_t tok[SBX_DIRECT_TOKEN_LEN] = {1};
-	uint8_t buf[96];
-	struct sbx_msgw w;
-	sbx_msgw_init(&w, buf, sizeof buf);
-	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_DIRECT);
-	sbx_msgw_bytes(&w, SBX_T_TOKEN, tok, sizeof tok);
-	struct sbx_stream *p = NULL;
-	sbx_err_clear(&e);
-	assert_int_equal(sbx_call(s, &w, &p, &e), -1);
-	assert_null(p);
-	assert_int_equal(e.cls, SBX_EUSAGE);
-	assert_false(s->broken);
+	agent_refuses(s, 1);
 	probe(s, "/", SBX_KIND_DIR);
 	probe(s, "/nonexistent-xyz", SBX_KIND_ABSENT);
 	close_and_gone(s, agent);
@@ -563,18 +571,7 @@ static void busy_refused(void **state)
 	assert_false(s->broken);
 	assert_string_equal(sbx_session_channel(s), "exec");
 	/* ...and the agent, asked anyway, refuses while its job runs. */
-	uint8_t tok[SBX_DIRECT_TOKEN_LEN] = {2};
-	uint8_t buf[96];
-	struct sbx_msgw w;
-	sbx_msgw_init(&w, buf, sizeof buf);
-	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_DIRECT);
-	sbx_msgw_bytes(&w, SBX_T_TOKEN, tok, sizeof tok);
-	struct sbx_stream *p = NULL;
-	sbx_err_clear(&e);
-	assert_int_equal(sbx_call(s, &w, &p, &e), -1);
-	assert_null(p);
-	assert_int_equal(e.cls, SBX_EUSAGE);
-	assert_false(s->broken);
+	agent_refuses(s, 2);
 	assert_int_equal(sbx_exec_done(x), 0); /* the refusal came while it ran */
 	struct sbx_exec_result r;
 	if (sbx_exec_wait(s, x, &r, &e) != 0)
