@@ -4,13 +4,15 @@
 #include "podman.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -640,8 +642,13 @@ static void pid_ask(const char *engine, const char *name, struct pid_query *q)
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
 	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	if (posix_spawnp(&q->proc, engine, &fa, NULL, argv, environ) != 0)
+	posix_spawnattr_t at; /* its own process group: a hung engine is killed whole */
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setpgroup(&at, 0);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+	if (posix_spawnp(&q->proc, engine, &fa, &at, argv, environ) != 0)
 		q->proc = -1;
+	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
 	close(p[1]);
 	if (q->proc > 0)
@@ -650,27 +657,48 @@ static void pid_ask(const char *engine, const char *name, struct pid_query *q)
 		close(p[0]);
 }
 
+/* Its answer, waiting at most 20 s ($SBX_PODMAN_PID_WAIT, seconds, for tests): the engine
+ * may hang; it is then killed (its whole process group) and the session stays on the exec
+ * channel. */
+static int64_t pid_wait_ns(void)
+{
+	const char *v = getenv("SBX_PODMAN_PID_WAIT");
+	double s = v != NULL ? atof(v) : 0;
+	return (int64_t)((s > 0 && s < 3600 ? s : 20.0) * 1e9);
+}
+
 static pid_t pid_collect(struct pid_query *q)
 {
 	if (q->proc <= 0)
 		return 0;
 	char buf[64];
 	size_t n = 0;
-	for (;;) {
+	int64_t deadline = sbx_now_ns() + pid_wait_ns();
+	struct sbx_err e;
+	while (n < sizeof buf - 1 && sbx_fd_wait(q->fd, POLLIN, deadline, "inspect", &e) == 0) {
 		ssize_t r = read(q->fd, buf + n, sizeof buf - 1 - n);
-		if (r > 0 && (n += (size_t)r) < sizeof buf - 1)
-			continue;
 		if (r < 0 && errno == EINTR)
 			continue;
-		break;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
 	}
 	buf[n] = '\0';
 	close(q->fd);
-	int st;
-	while (waitpid(q->proc, &st, 0) < 0 && errno == EINTR)
-		;
+	int st = 0;
+	pid_t w;
+	while ((w = waitpid(q->proc, &st, WNOHANG)) == 0 && sbx_now_ns() < deadline) {
+		struct timespec t = {0, 2000000};
+		nanosleep(&t, NULL);
+	}
+	if (w == 0) { /* past the deadline */
+		kill(-q->proc, SIGKILL);
+		while (waitpid(q->proc, &st, 0) < 0 && errno == EINTR)
+			;
+		return 0;
+	}
 	long v = strtol(buf, NULL, 10);
-	return WIFEXITED(st) && WEXITSTATUS(st) == 0 && v > 1 ? (pid_t)v : 0;
+	return w == q->proc && WIFEXITED(st) && WEXITSTATUS(st) == 0 && v > 1 ? (pid_t)v : 0;
 }
 
 /* The direct socket needs the engine on this machine: not with $SBX_DIRECT=0, nor a remote engine.

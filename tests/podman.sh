@@ -208,6 +208,25 @@ L "$n" hello | grep -qx "sha256 $sha" || die "noshell: native copy"
 	die "noshell: podman calls: $(calls)"
 ok "no shell: the one-exec way and streaming cannot work (streaming: unavailable, exit 3); the native copy does (exec refused, inspect, image inspect, podman cp, exec)"
 
+# An engine that hangs when asked for the container's PID: killed (with its children) after
+# SBX_PODMAN_PID_WAIT seconds; the session goes on over podman exec.
+mkdir -p "$w/hang"
+cat >"$w/hang/podman" <<EOF
+#!/bin/sh
+if [ "\$1 \${5:-}" = "inspect {{.State.Pid}}" ]; then echo \$\$ >$w/hang/pid; exec sleep 1000; fi
+exec $(command -v podman) "\$@"
+EOF
+chmod 0755 "$w/hang/podman"
+n=$p-hang
+foreign "$n" "$bb" -- sleep 1000000
+t0=$(now)
+out=$(echo '{"id":1,"op":"hello"}' | SBX_PODMAN_PID_WAIT=1 PATH="$w/hang:$PATH" S "$n" session)
+t1=$(now)
+echo "$out" | grep -q '"channel":"exec"' || die "hang: $out"
+calc "$t1 - $t0 < 10" | grep -qx True || die "hang: took $(calc "$t1 - $t0") s"
+! kill -0 "$(cat "$w/hang/pid")" 2>/dev/null || die "hang: the hung inspect is still running"
+ok "a hung engine asked for the PID is killed after SBX_PODMAN_PID_WAIT (1 s here, 20 by default); the session stays on podman exec"
+
 rc=0
 S "$p-absent" hello 2>/dev/null || rc=$?
 [ $rc = 3 ] || die "absent container: exit $rc"
@@ -243,7 +262,7 @@ per_p=$(calc "($t2-$t1)/20")
 echo "  figure: 1000 kind probes over one session $(calc "round($t1-$t0,3)") s ($(calc "round($per_s*1e6)") us each, session start included); podman exec sh -c '[ -d /tmp ]' $(calc "round($per_p*1e3,1)") ms each; x$(calc "round($per_p/$per_s)") per probe"
 ok "figures measured (1000 answers, all dir)"
 
-for c in busybox debian noshell f1 noshell2 noexec stream cp bench; do "$sbx" sandbox rm "podman:$p-$c"; done
+for c in busybox debian noshell f1 noshell2 noexec stream cp hang bench; do "$sbx" sandbox rm "podman:$p-$c"; done
 "$sbx" sandbox rm "podman:$p-busybox"
 [ "$("$sbx" sandbox status "podman:$p-busybox" || true)" = "podman:$p-busybox absent" ] || die "rm"
 ok "sandbox rm removes containers; rm of an absent one succeeds"
