@@ -2,6 +2,7 @@
  * (pid, ppid, start) for the processes alive at the walk, freed before returning, so ten
  * thousand zombies or a fork storm cost one walk's worth and nothing after. */
 #include "killtree.h"
+#include "procstat.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -43,46 +44,6 @@ static ssize_t read_file(const char *path, char *buf, size_t cap)
 	}
 	close(fd);
 	return (ssize_t)n;
-}
-
-int sbx_killtree_stat(pid_t pid, uint64_t *start, pid_t *ppid, char *state)
-{
-	char path[32], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	ssize_t n = read_file(path, buf, sizeof buf - 1);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	/* comm may hold ')' and spaces: the fields start after the LAST ')'. */
-	char *p = strrchr(buf, ')');
-	if (p == NULL)
-		return -1;
-	p++;
-	uint64_t v[20]; /* fields 3..22 */
-	char st = '?';
-	for (int f = 3; f <= 22; f++) {
-		while (*p == ' ')
-			p++;
-		if (*p == '\0')
-			return -1;
-		if (f == 3) {
-			st = *p;
-		} else {
-			char *end;
-			v[f - 3] = strtoull(p, &end, 10);
-			if (end == p && *p != '-')
-				return -1;
-		}
-		while (*p != ' ' && *p != '\0')
-			p++;
-	}
-	if (start != NULL)
-		*start = v[22 - 3];
-	if (ppid != NULL)
-		*ppid = (pid_t)v[4 - 3];
-	if (state != NULL)
-		*state = st;
-	return 0;
 }
 
 /* Whether /proc/PID/environ holds the marker as a whole entry. Streams the file entry by
@@ -174,7 +135,7 @@ static void send_sig(const struct ent *e, pid_t self, int sig, int *pidfd_ok)
 	/* With the pidfd held, the identity re-check cannot be raced by pid reuse; without
 	 * one it narrows the window to a few microseconds. */
 	uint64_t start;
-	if (sbx_killtree_stat(e->pid, &start, NULL, NULL) == 0 && start == e->start) {
+	if (sbx_proc_stat(e->pid, &start, NULL, NULL) == 0 && start == e->start) {
 		if (fd >= 0)
 			syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
 		else
@@ -218,7 +179,7 @@ int sbx_killtree(const struct sbx_kt *k, int sig1, int sig2, sbx_kt_visit visit,
 			continue;
 		struct ent e = {.pid = (pid_t)pid};
 		char st;
-		if (sbx_killtree_stat(e.pid, &e.start, &e.ppid, &st) != 0)
+		if (sbx_proc_stat(e.pid, &e.start, &e.ppid, &st) != 0)
 			continue; /* gone since readdir */
 		e.zombie = st == 'Z' || st == 'X';
 		if (n == cap) {

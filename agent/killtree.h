@@ -24,8 +24,4 @@ typedef void (*sbx_kt_visit)(void *arg, pid_t pid, const char *cmdline);
 int sbx_killtree(const struct sbx_kt *k, int sig1, int sig2, sbx_kt_visit visit, void *arg,
                  int *others);
 
-/* Reads /proc/PID/stat: start time (field 22, clock ticks since boot), parent and state
- * letter. -1 when the process is gone or the file cannot be parsed. */
-int sbx_killtree_stat(pid_t pid, uint64_t *start, pid_t *ppid, char *state);
-
 #endif

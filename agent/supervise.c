@@ -31,6 +31,7 @@
 #include "killtree.h"
 #include "oom.h"
 #include "pathexec.h"
+#include "procstat.h"
 #include "receipt.h"
 
 #ifndef SYS_pidfd_open
@@ -1001,7 +1002,7 @@ static int setup(struct sup *s, const sigset_t *mask)
 	}
 	sbx_oom_begin(&s->oom);
 	uint64_t start = 0;
-	sbx_killtree_stat(getpid(), &start, NULL, NULL);
+	sbx_proc_stat(getpid(), &start, NULL, NULL);
 	if (write_at(s->dirfd, "supervisor.pid", &e, "%d %" PRIu64 "\n", (int)getpid(), start) !=
 	            0 ||
 	    write_at(s->dirfd, "state", &e, "launching\n") != 0)

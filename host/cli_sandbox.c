@@ -86,6 +86,24 @@ static void json_container(struct sbx_jw *w, const char *engine, const char *nam
 	sbx_jw_str(w, st->arch);
 }
 
+/* {"ok":true, and the sandbox's fields} on stdout: ns (container NULL) or a container. */
+static void print_ok(const char *name, const struct sbx_ns_status *ns, const char *engine,
+                     const struct sbx_podman_status *container)
+{
+	struct sbx_jw w;
+	sbx_jw_init(&w);
+	sbx_jw_obj_begin(&w);
+	sbx_jw_key(&w, "ok");
+	sbx_jw_bool(&w, 1);
+	if (container != NULL)
+		json_container(&w, engine, name, container);
+	else
+		json_status(&w, name, ns);
+	sbx_jw_obj_end(&w);
+	print_json(&w);
+	sbx_jw_free(&w);
+}
+
 static int create_container(const struct opts *o, const char *engine, const char *image,
                             const char *name, const char *arch, const char *const *extra)
 {
@@ -102,15 +120,7 @@ static int create_container(const struct opts *o, const char *engine, const char
 	struct sbx_podman_status st;
 	if (sbx_podman_status(engine, made, &st, &e) != 0)
 		return fail(o, &e, class_exit(e.cls));
-	struct sbx_jw w;
-	sbx_jw_init(&w);
-	sbx_jw_obj_begin(&w);
-	sbx_jw_key(&w, "ok");
-	sbx_jw_bool(&w, 1);
-	json_container(&w, engine, made, &st);
-	sbx_jw_obj_end(&w);
-	print_json(&w);
-	sbx_jw_free(&w);
+	print_ok(made, NULL, engine, &st);
 	return 0;
 }
 
@@ -120,22 +130,13 @@ static int status_container(const struct opts *o, const char *engine, const char
 	struct sbx_podman_status st;
 	if (sbx_podman_status(engine, name, &st, &e) != 0)
 		return fail(o, &e, class_exit(e.cls));
-	if (o->json) {
-		struct sbx_jw w;
-		sbx_jw_init(&w);
-		sbx_jw_obj_begin(&w);
-		sbx_jw_key(&w, "ok");
-		sbx_jw_bool(&w, 1);
-		json_container(&w, engine, name, &st);
-		sbx_jw_obj_end(&w);
-		print_json(&w);
-		sbx_jw_free(&w);
-	} else if (!st.exists) {
+	if (o->json)
+		print_ok(name, NULL, engine, &st);
+	else if (!st.exists)
 		printf("%s:%s absent\n", engine, name);
-	} else {
+	else
 		printf("%s:%s %s arch %s image %s id %.12s\n", engine, name, st.state,
 		       st.arch[0] ? st.arch : "?", st.image, st.id);
-	}
 	return st.exists && strcmp(st.state, "running") == 0 ? 0 : EX_FALSE;
 }
 
@@ -190,15 +191,7 @@ static int cmd_create(const struct opts *o, int argc, char **argv)
 	struct sbx_ns_status st;
 	if (sbx_ns_status(made, &st, &e) != 0)
 		return fail(o, &e, class_exit(e.cls));
-	struct sbx_jw w;
-	sbx_jw_init(&w);
-	sbx_jw_obj_begin(&w);
-	sbx_jw_key(&w, "ok");
-	sbx_jw_bool(&w, 1);
-	json_status(&w, made, &st);
-	sbx_jw_obj_end(&w);
-	print_json(&w);
-	sbx_jw_free(&w);
+	print_ok(made, &st, NULL, NULL);
 	return 0;
 }
 
@@ -217,19 +210,10 @@ static int cmd_status(const struct opts *o, int argc, char **argv)
 	struct sbx_ns_status st;
 	if (sbx_ns_status(argv[0], &st, &e) != 0)
 		return fail(o, &e, class_exit(e.cls));
-	if (o->json) {
-		struct sbx_jw w;
-		sbx_jw_init(&w);
-		sbx_jw_obj_begin(&w);
-		sbx_jw_key(&w, "ok");
-		sbx_jw_bool(&w, 1);
-		json_status(&w, argv[0], &st);
-		sbx_jw_obj_end(&w);
-		print_json(&w);
-		sbx_jw_free(&w);
-	} else {
+	if (o->json)
+		print_ok(argv[0], &st, NULL, NULL);
+	else
 		text_status(argv[0], &st);
-	}
 	return st.state == SBX_NS_RUNNING ? 0 : EX_FALSE;
 }
 

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <net/if.h>
 #include <poll.h>
 #include <sched.h>
@@ -26,6 +27,7 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "procstat.h"
 #include "sbx.h"
 
 #ifndef SYS_pidfd_open
@@ -129,30 +131,10 @@ struct proc_info {
 
 static int proc_stat(int64_t pid, struct proc_info *pi)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%lld/stat", (long long)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	uint64_t start;
+	if (pid <= 0 || pid > INT_MAX || sbx_proc_stat((pid_t)pid, &start, NULL, &pi->state) != 0)
 		return -1;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	/* The command name may hold spaces and parentheses: fields resume after the last ')'. */
-	char *p = strrchr(buf, ')');
-	if (p == NULL || p[1] != ' ')
-		return -1;
-	p += 2;
-	pi->state = *p;
-	/* p is at field 3 (state); field 22 is 19 fields further. */
-	for (int f = 3; f < 22; f++) {
-		p = strchr(p, ' ');
-		if (p == NULL)
-			return -1;
-		p++;
-	}
-	pi->start = strtoull(p, NULL, 10);
+	pi->start = start;
 	return 0;
 }
 

@@ -21,6 +21,7 @@
 #include "arch.h"
 #include "boot.h"
 #include "inject.h"
+#include "procstat.h"
 #include "session.h"
 #include "runner.h"
 
@@ -569,24 +570,11 @@ static int native_copy(void *ctx, const char *local, const char *dst)
 
 /* ---- the direct socket ---- */
 
-/* Field 22 of /proc/PID/stat (start time in clock ticks); 0 when unreadable. */
+/* The start time of pid (clock ticks since boot); 0 when it is gone. */
 static unsigned long long start_time(pid_t pid)
 {
-	char p[64], buf[1024];
-	snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(p, "r");
-	if (f == NULL)
-		return 0;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	char *q = strrchr(buf, ')');
-	unsigned long long v = 0;
-	for (int field = 2; q != NULL && field < 22; field++)
-		q = strchr(q + 1, ' ');
-	if (q != NULL)
-		v = strtoull(q + 1, NULL, 10);
-	return v;
+	uint64_t t;
+	return sbx_proc_stat(pid, &t, NULL, NULL) == 0 ? (unsigned long long)t : 0;
 }
 
 static int pid_hint_path(const char *engine, const char *name, char *out, size_t cap)
