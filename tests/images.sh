@@ -14,13 +14,7 @@ dir=$(cd "${1:-$top/build/images}" && pwd)
 export LC_ALL=C
 native=$(uname -m)
 
-ok() {
-	echo "  ok: $*"
-}
-die() {
-	echo "FAIL: $*" >&2
-	exit 1
-}
+. "$(dirname "$0")/lib/check.sh"
 # in_root ROOT ARGV...: ARGV chrooted into ROOT, in a mount namespace of its own.
 in_root() {
 	unshare -m --propagation private chroot "$@"

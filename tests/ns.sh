@@ -26,11 +26,7 @@ cleanup() {
 	rm -rf "$w"
 }
 trap cleanup EXIT
-ok() { echo "  ok: $*"; }
-die() {
-	echo "FAIL: $*" >&2
-	exit 1
-}
+. "$(dirname "$0")/lib/check.sh"
 S() { # S NAME ARGS...: sbx through the sandbox's nsenter channel
 	local n=$1
 	shift

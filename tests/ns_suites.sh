@@ -23,11 +23,7 @@ cleanup() {
 	rm -rf "$w"
 }
 trap cleanup EXIT
-ok() { echo "  ok: $*"; }
-die() {
-	echo "FAIL: $*" >&2
-	exit 1
-}
+. "$(dirname "$0")/lib/check.sh"
 S() {
 	local n=$1
 	shift

@@ -25,16 +25,7 @@ cleanup() {
 	rm -rf "$w"
 }
 trap cleanup EXIT
-ok() { echo "  ok: $*"; }
-die() {
-	echo "FAIL: $*" >&2
-	exit 1
-}
-S() { # S NAME ARGS...: sbx through podman exec
-	local n=$1
-	shift
-	"$sbx" --runner "podman:$n" "$@"
-}
+. "$(dirname "$0")/lib/check.sh"
 now() { date +%s.%N; }
 calc() { python3 -c "print($*)"; }
 agent=$top/build/agent/x86_64/sbx-agent

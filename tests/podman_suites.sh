@@ -38,16 +38,7 @@ cleanup() {
 	rm -rf "$w"
 }
 trap cleanup EXIT
-ok() { echo "  ok: $*"; }
-die() {
-	echo "FAIL: $*" >&2
-	exit 1
-}
-S() { # S NAME ARGS...: sbx through podman exec
-	local n=$1
-	shift
-	"$sbx" --runner "podman:$n" "$@"
-}
+. "$(dirname "$0")/lib/check.sh"
 
 . "$top/tests/lib/fidelity_tree.sh"
 case " $images " in *" busybox-x86_64 "* | *" debian-x86_64 "* | *" noshell-x86_64 "*)

@@ -30,11 +30,7 @@ cleanup() {
 	rm -rf "$w" "$sw"
 }
 trap cleanup EXIT
-ok() { echo "  ok: $*"; }
-die() {
-	echo "FAIL: $*" >&2
-	exit 1
-}
+. "$(dirname "$0")/lib/check.sh"
 agent=$top/build/agent/x86_64/sbx-agent
 sha=$(sha256sum "$agent" | cut -d' ' -f1)
 fname=.sbx-agent-${sha:0:12}
