@@ -36,7 +36,10 @@ static void usage(FILE *f)
 	      "             [--cwd D] [--env K=V]... [--env-clear] [--key-hex HEX | --key-fd FD]\n"
 	      "             -- ARGV...    run a harness to completion; print its receipt\n"
 	      "  supervise --rearm --session DIR    begin the next activation of a session\n"
-	      "  init       PID 1 of a namespace sandbox: reap orphans; SIGTERM kills all\n",
+	      "  init [--serve]\n"
+	      "             PID 1 of a sandbox: reap orphans; SIGTERM kills all; --serve: take\n"
+	      "             sessions on a socket from outside the pid namespace "
+	      "(docs/runners.md)\n",
 	      f);
 }
 
@@ -113,7 +116,7 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "supervise") == 0)
 		return sbx_supervise_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "init") == 0)
-		return sbx_init_main();
+		return sbx_init_main(argc > 2 && strcmp(argv[2], "--serve") == 0);
 	if (strcmp(cmd, "selftest") == 0)
 		return sbx_selftest_run(stdout) == 0 ? 0 : 1;
 	if (strcmp(cmd, "pack") == 0)

@@ -59,46 +59,107 @@ static int same_ns(pid_t a, pid_t b)
 	       sa.st_dev == sb.st_dev;
 }
 
-/* Connects to the socket at path inside the sandbox whose process pid is given; the
+/* Connects to the socket "s" in the folder dir (absolute, as the sandbox sees it) inside the
+ * sandbox whose process pid is given, the folder resolved inside the sandbox's root. The
  * connected socket, or -1 with e set. */
-static int reach(pid_t pid, const char *path, struct sbx_err *e)
+static int connect_in(pid_t pid, const char *dir, struct sbx_err *e)
 {
-	char dir[96], root[64], via[64];
-	if (!direct_shape(path, dir, sizeof dir))
-		return sbx_err_set(e, SBX_EPROTOCOL, 0, "direct socket: the agent offered '%.80s'",
-		                   path);
+	char root[64], via[64];
 	snprintf(root, sizeof root, "/proc/%d/root", (int)pid);
 	int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
-		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "direct socket: %s", root);
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "%s", root);
 	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
 	                       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
-	int dfd = (int)syscall(SYS_openat2, rfd, dir + 1, &how, sizeof how);
+	int dfd = (int)syscall(SYS_openat2, rfd, dir[1] != '\0' ? dir + 1 : ".", &how, sizeof how);
 	int err = errno;
 	close(rfd);
 	if (dfd < 0)
-		return sbx_err_set(e, SBX_EUNAVAILABLE, err, "direct socket: %s inside", dir);
+		return sbx_err_set(e, SBX_EUNAVAILABLE, err, "%s inside", dir);
 	snprintf(via, sizeof via, "/proc/self/fd/%d/s", dfd);
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	memcpy(a.sun_path, via, strlen(via) + 1);
-	int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* Non-blocking: a listener that takes nothing (a full backlog) is an error, not a hang. */
+	int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof a) != 0) {
 		err = errno;
 		if (c >= 0)
 			close(c);
 		close(dfd);
-		return sbx_err_set(e, SBX_EUNAVAILABLE, err, "direct socket: connect %s", path);
+		return sbx_err_set(e, SBX_EUNAVAILABLE, err, "connect %s/s", dir);
 	}
 	close(dfd);
+	return c;
+}
+
+/* 1 MiB each way (best effort): a wake-up per MiB of a transfer, not per 200 KiB. */
+static void big_buffers(int c)
+{
+	int big = 1 << 20;
+	setsockopt(c, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+	setsockopt(c, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+}
+
+/* The listener's pid (as this machine sees it) of a connected unix socket; 0 if unknown. */
+static pid_t listener(int c)
+{
 	struct ucred cr;
 	socklen_t n = sizeof cr;
-	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &n) != 0 || cr.pid <= 0 ||
-	    !same_ns(cr.pid, pid)) {
+	return getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &n) == 0 && cr.pid > 0 ? cr.pid : 0;
+}
+
+/* Connects to the direct socket the agent offered at path; -1 with e set. */
+static int reach(pid_t pid, const char *path, struct sbx_err *e)
+{
+	char dir[96];
+	if (!direct_shape(path, dir, sizeof dir))
+		return sbx_err_set(e, SBX_EPROTOCOL, 0, "direct socket: the agent offered '%.80s'",
+		                   path);
+	struct sbx_err ce;
+	int c = connect_in(pid, dir, &ce);
+	if (c < 0)
+		return sbx_err_set(e, ce.cls, ce.errnum, "direct socket: %s", ce.msg);
+	pid_t l = listener(c);
+	if (l == 0 || !same_ns(l, pid)) {
 		close(c);
 		return sbx_err_set(e, SBX_EPROTOCOL, 0,
 		                   "direct socket: the socket's listener is not in the sandbox");
 	}
 	return c;
+}
+
+int sbx_session_resident(struct sbx_session **out, pid_t pid, double timeout_s, struct sbx_err *e)
+{
+	/* agent/resident.c's list, in its order. */
+	static const char *const where[] = {"/.sbx-serve", "/run/.sbx-serve", "/dev/shm/.sbx-serve",
+	                                    "/tmp/.sbx-serve"};
+	*out = NULL;
+	sbx_err_set(e, SBX_EUNAVAILABLE, 0, "no resident agent in the sandbox of process %d",
+	            (int)pid);
+	for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
+		struct sbx_err ce;
+		int c = connect_in(pid, where[i], &ce);
+		if (c < 0)
+			continue;
+		/* Only the sandbox's init made that listener: anything else there is a process of
+		 * the sandbox posing as the agent. */
+		if (listener(c) != pid) {
+			close(c);
+			sbx_err_set(e, SBX_EPROTOCOL, 0,
+			            "resident agent: the listener at %s is not the sandbox's init",
+			            where[i]);
+			continue;
+		}
+		/* An init that is there answers at once: the HELLO gets at most 10 s. */
+		double t = timeout_s > 0 ? timeout_s : 30;
+		big_buffers(c);
+		if (sbx_session_open_fd(out, c, t < 10 ? t : 10, e) != 0)
+			return -1;
+		sbx_session_set_timeout(*out, t);
+		(*out)->resident = 1;
+		return 0;
+	}
+	return -1;
 }
 
 int sbx_session_direct(struct sbx_session *s, pid_t pid, struct sbx_err *e)
@@ -159,9 +220,7 @@ int sbx_session_direct(struct sbx_session *s, pid_t pid, struct sbx_err *e)
 		close(c);
 		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "direct socket: dup");
 	}
-	int big = 1 << 20;
-	setsockopt(c, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
-	setsockopt(c, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+	big_buffers(c);
 	fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
 	s->life_in = s->to_fd;
 	s->life_out = s->from_fd;

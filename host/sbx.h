@@ -97,9 +97,11 @@ int sbx_session_open(struct sbx_session **out, char *const argv_template[], cons
 void sbx_session_close(struct sbx_session *s);
 
 const struct sbx_hello *sbx_session_hello(const struct sbx_session *s);
-/* How the session's frames travel: "exec" (the channel command's stdin and stdout) or "direct"
+/* How the session's frames travel: "exec" (the channel command's stdin and stdout), "direct"
  * (the agent's direct unix socket, which the podman/docker runner moves a session to when the
- * engine runs on this machine; docs/protocol.md, "DIRECT"). */
+ * engine runs on this machine; docs/protocol.md, "DIRECT") or "resident" (a socket of the
+ * container's init, which is the agent in containers sbx made: no exec at all;
+ * docs/runners.md, "The resident agent"). */
 const char *sbx_session_channel(const struct sbx_session *s);
 
 /* The deadline of each later call, in seconds (> 0). */

@@ -587,6 +587,50 @@ static char *expand(const char *word, const char *agent)
 	return out;
 }
 
+/* A session with no channel yet; NULL when out of memory. */
+static struct sbx_session *session_new(double timeout_s)
+{
+	struct sbx_session *s = calloc(1, sizeof *s);
+	if (s == NULL)
+		return NULL;
+	s->to_fd = s->from_fd = s->err_fd = -1;
+	s->life_in = s->life_out = -1;
+	s->next_id = 1;
+	s->timeout = timeout_s > 0 ? timeout_s : 30;
+	struct sigaction sa;
+	s->sigpipe_ignored = sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
+	sbx_outq_init(&s->out);
+	s->decbuf = malloc(SBX_FRAME_HDR + SBX_FRAME_MAX_PAYLOAD);
+	s->rbuf = malloc(SBX_SESSION_RBUF);
+	if (s->decbuf == NULL || s->rbuf == NULL) {
+		sbx_session_close(s);
+		return NULL;
+	}
+	sbx_frame_dec_init(&s->dec, s->decbuf, SBX_FRAME_HDR + SBX_FRAME_MAX_PAYLOAD);
+	return s;
+}
+
+/* The dialog (if any), then the agent's HELLO, within the session's timeout. */
+static int await_hello(struct sbx_session *s, const struct sbx_boot *boot, struct sbx_err *e)
+{
+	s->last_rx_ns = sbx_now_ns();
+	int64_t deadline = s->last_rx_ns + ns(s->timeout);
+	if (boot != NULL && boot->run(boot->ctx, s->to_fd, s->from_fd, deadline, e) != 0) {
+		sbx_session_drain_stderr(s);
+		return -1;
+	}
+	while (!s->have_hello) {
+		if (sbx_now_ns() >= deadline) {
+			sbx_session_drain_stderr(s);
+			return breaks(s, e, SBX_EUNAVAILABLE, ETIMEDOUT,
+			              "no HELLO from the agent %s", "before the deadline");
+		}
+		if (sbx_pump(s, deadline, e) != 0)
+			return -1;
+	}
+	return flush(s, e);
+}
+
 int sbx_session_open(struct sbx_session **out, char *const argv_template[], const char *agent,
                      double timeout_s, struct sbx_err *e)
 {
@@ -603,29 +647,14 @@ int sbx_session_open_boot(struct sbx_session **out, char *const argv_template[],
 	while (argv_template[argc] != NULL)
 		argc++;
 	char **argv = calloc(argc + 1, sizeof *argv);
-	struct sbx_session *s = calloc(1, sizeof *s);
-	if (argv == NULL || s == NULL) {
-		free(argv);
-		free(s);
-		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "session");
-	}
-	s->to_fd = s->from_fd = s->err_fd = -1;
-	s->life_in = s->life_out = -1;
-	s->next_id = 1;
-	s->timeout = timeout_s > 0 ? timeout_s : 30;
-	struct sigaction sa;
-	s->sigpipe_ignored = sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
-	sbx_outq_init(&s->out);
-	s->decbuf = malloc(SBX_FRAME_HDR + SBX_FRAME_MAX_PAYLOAD);
-	s->rbuf = malloc(SBX_SESSION_RBUF);
-	int ok = s->decbuf != NULL && s->rbuf != NULL;
+	struct sbx_session *s = session_new(timeout_s);
+	int ok = argv != NULL && s != NULL;
 	for (size_t i = 0; ok && i < argc; i++)
 		ok = (argv[i] = expand(argv_template[i], agent != NULL ? agent : "")) != NULL;
 	if (!ok) {
 		sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "session");
 		goto fail;
 	}
-	sbx_frame_dec_init(&s->dec, s->decbuf, SBX_FRAME_HDR + SBX_FRAME_MAX_PAYLOAD);
 
 	int in[2], outp[2], errp[2];
 	if (pipe2(in, O_CLOEXEC) != 0) {
@@ -683,23 +712,7 @@ int sbx_session_open_boot(struct sbx_session **out, char *const argv_template[],
 	free(argv);
 	argv = NULL;
 
-	s->last_rx_ns = sbx_now_ns();
-	int64_t deadline = s->last_rx_ns + ns(s->timeout);
-	if (boot != NULL && boot->run(boot->ctx, s->to_fd, s->from_fd, deadline, e) != 0) {
-		sbx_session_drain_stderr(s);
-		goto fail;
-	}
-	while (!s->have_hello) {
-		if (sbx_now_ns() >= deadline) {
-			sbx_session_drain_stderr(s);
-			breaks(s, e, SBX_EUNAVAILABLE, ETIMEDOUT, "no HELLO from the agent %s",
-			       "before the deadline");
-			goto fail;
-		}
-		if (sbx_pump(s, deadline, e) != 0)
-			goto fail;
-	}
-	if (flush(s, e) != 0)
+	if (await_hello(s, boot, e) != 0)
 		goto fail;
 	*out = s;
 	return 0;
@@ -711,6 +724,29 @@ fail:
 	}
 	sbx_session_close(s);
 	return -1;
+}
+
+int sbx_session_open_fd(struct sbx_session **out, int fd, double timeout_s, struct sbx_err *e)
+{
+	*out = NULL;
+	struct sbx_session *s = session_new(timeout_s);
+	int in = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (s == NULL || in < 0) {
+		if (in >= 0)
+			close(in);
+		close(fd);
+		sbx_session_close(s);
+		return sbx_err_set(e, SBX_EUNAVAILABLE, s == NULL ? ENOMEM : errno, "session");
+	}
+	s->to_fd = fd;
+	s->from_fd = in;
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	if (await_hello(s, NULL, e) != 0) {
+		sbx_session_close(s);
+		return -1;
+	}
+	*out = s;
+	return 0;
 }
 
 void sbx_session_close(struct sbx_session *s)
@@ -782,7 +818,7 @@ int sbx_fd_wait(int fd, short events, int64_t deadline_ns, const char *what, str
 
 const char *sbx_session_channel(const struct sbx_session *s)
 {
-	return s->life_in >= 0 ? "direct" : "exec";
+	return s->resident ? "resident" : s->life_in >= 0 ? "direct" : "exec";
 }
 
 void sbx_session_set_timeout(struct sbx_session *s, double seconds)

@@ -58,6 +58,7 @@ struct sbx_session {
 	double timeout;
 	int sigpipe_ignored; /* the application ignores SIGPIPE: write without masking it */
 	int64_t last_rx_ns, keepalive_sent_ns;
+	int resident;      /* over the resident agent's socket (sbx_session_resident) */
 	uint8_t first[48]; /* the first bytes the channel sent, to show on garbage */
 	size_t seen;
 };
@@ -109,6 +110,16 @@ int sbx_session_open_boot(struct sbx_session **out, char *const argv_template[],
  * over the exec channel, unless the agent went silent after the token (s->broken is then set:
  * close it). */
 int sbx_session_direct(struct sbx_session *s, pid_t pid, struct sbx_err *e);
+
+/* A session over fd, a connected socket (both directions; the session owns it, also on
+ * failure): waits for the agent's HELLO. */
+int sbx_session_open_fd(struct sbx_session **out, int fd, double timeout_s, struct sbx_err *e);
+
+/* A session with the resident agent of the sandbox whose PID 1 is pid (as this machine sees
+ * it): `sbx-agent init --serve` listening at one of the folders agent/resident.h lists,
+ * reached through /proc/PID/root (host/direct.c). Taken only when the socket's listener is
+ * pid itself. -1 with e set when there is none: the caller goes the exec way. */
+int sbx_session_resident(struct sbx_session **out, pid_t pid, double timeout_s, struct sbx_err *e);
 
 /* Waits until fd is ready for events (poll) or deadline_ns passes (SBX_EUNAVAILABLE,
  * ETIMEDOUT, the message prefixed with what). */

@@ -237,141 +237,6 @@ static void remove_quiet(const char *engine, const char *name)
 	sbx_podman_remove(engine, name, &e);
 }
 
-int sbx_podman_create(const char *engine, const char *image, const char *name,
-                      const struct sbx_podman_create_opts *o, char *name_out, size_t cap,
-                      struct sbx_err *e)
-{
-	struct sbx_podman_create_opts none = {0};
-	if (o == NULL)
-		o = &none;
-	if (check_engine(engine, e) != 0)
-		return -1;
-	char gen[32];
-	if (name == NULL) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		unsigned x = (unsigned)ts.tv_nsec ^ ((unsigned)getpid() << 12);
-		snprintf(gen, sizeof gen, "sbx-%06x", x & 0xffffff);
-		name = gen;
-	}
-	if (check_name(name, e) != 0)
-		return -1;
-	char arch[16] = "", tag[128];
-	size_t ilen = strlen(image);
-	struct words v;
-	struct sbx_proc_result r;
-	int ok;
-	if (o->arch != NULL) {
-		const struct sbx_arch *a = arch_from_engine(o->arch);
-		if (a == NULL)
-			return sbx_err_set(e, SBX_EUSAGE, 0, "unknown architecture '%s'", o->arch);
-		snprintf(arch, sizeof arch, "%s", a->name);
-	}
-	if (ilen > 4 && strcmp(image + ilen - 4, ".tar") == 0) {
-		if (access(image, R_OK) != 0)
-			return sbx_err_set(e, SBX_EUSAGE, errno, "image tarball %s", image);
-		const char *base = strrchr(image, '/');
-		base = base != NULL ? base + 1 : image;
-		if (snprintf(tag, sizeof tag, "sbx-%.*s", (int)(strlen(base) - 4), base) >=
-		    (int)sizeof tag)
-			return sbx_err_set(e, SBX_EUSAGE, 0, "image name too long");
-		if (arch[0] == '\0')
-			sidecar_arch(image, arch, sizeof arch);
-		if (w_engine(&v, engine, 0, e) != 0)
-			return -1;
-		w_add(&v, "import");
-		const char *ga = arch[0] ? goarch_of(arch) : NULL;
-		char plat[48];
-		if (ga != NULL && strcmp(engine, "podman") == 0) {
-			w_add(&v, "--arch");
-			w_add(&v, ga);
-		} else if (ga != NULL) {
-			snprintf(plat, sizeof plat, "linux/%s", ga);
-			w_add(&v, "--platform");
-			w_add(&v, plat);
-		}
-		w_add(&v, image);
-		w_add(&v, tag);
-		if (run_engine(v.w, &r, &ok, e) != 0)
-			return -1;
-		if (!ok)
-			return engine_fail(&r, "import", e);
-		sbx_proc_result_free(&r);
-		image = tag;
-	}
-	if (arch[0] == '\0' && image_arch(engine, image, arch, sizeof arch, e) != 0)
-		return -1;
-	char agent[PATH_MAX];
-	if (o->agent != NULL)
-		snprintf(agent, sizeof agent, "%s", o->agent);
-	else if (sbx_agent_path(o->agent_dir, arch, agent, sizeof agent, e) != 0)
-		return -1;
-
-	/* Init is the agent under the name injection looks for: the first session finds it. */
-	uint8_t sha[SBX_SHA256_LEN];
-	if (sbx_inject_sha256_file(agent, sha, e) != 0)
-		return -1;
-	char init[40], label[64], label2[64], target[160];
-	snprintf(init, sizeof init, "/.sbx-agent-");
-	for (int i = 0; i < 6; i++)
-		snprintf(init + 12 + 2 * i, 3, "%02x", sha[i]);
-	snprintf(label, sizeof label, "sbx.arch=%s", arch);
-	snprintf(label2, sizeof label2, "sbx.agent=%s", init);
-	if (w_engine(&v, engine, 1, e) != 0)
-		return -1;
-	w_add(&v, "create");
-	w_add(&v, "--name");
-	w_add(&v, name);
-	w_add(&v, "--network");
-	w_add(&v, "none");
-	w_add(&v, "--label");
-	w_add(&v, label);
-	w_add(&v, "--label");
-	w_add(&v, label2);
-	w_ulimits(&v);
-	w_add(&v, "--entrypoint");
-	w_add(&v, init);
-	for (const char *const *x = o->extra; x != NULL && *x != NULL; x++)
-		w_add(&v, *x);
-	w_add(&v, image);
-	w_add(&v, "init");
-	if (w_full(&v))
-		return sbx_err_set(e, SBX_EUSAGE, 0, "create: too many engine arguments");
-	if (run_engine(v.w, &r, &ok, e) != 0)
-		return -1;
-	if (!ok) {
-		char line[200];
-		sbx_last_line(&r, line, sizeof line);
-		int taken = strstr(line, "already in use") != NULL;
-		sbx_proc_result_free(&r);
-		return sbx_err_set(e, taken ? SBX_EUSAGE : SBX_EUNAVAILABLE, 0,
-		                   "create %s failed: %s", name, line);
-	}
-	sbx_proc_result_free(&r);
-
-	snprintf(target, sizeof target, "%s:%s", name, init);
-	w_engine(&v, engine, 0, e);
-	w_add(&v, "cp");
-	w_add(&v, agent);
-	w_add(&v, target);
-	if (run_engine(v.w, &r, &ok, e) != 0 || (!ok && engine_fail(&r, "cp (init)", e) != 0)) {
-		remove_quiet(engine, name);
-		return -1;
-	}
-	sbx_proc_result_free(&r);
-	w_engine(&v, engine, 1, e);
-	w_add(&v, "start");
-	w_add(&v, name);
-	if (run_engine(v.w, &r, &ok, e) != 0 || (!ok && engine_fail(&r, "start", e) != 0)) {
-		remove_quiet(engine, name);
-		return -1;
-	}
-	sbx_proc_result_free(&r);
-	if (name_out != NULL && cap > 0)
-		snprintf(name_out, cap, "%s", name);
-	return 0;
-}
-
 static int is_absent(const char *line)
 {
 	return strstr(line, "no such container") != NULL || strstr(line, "No such container") ||
@@ -701,8 +566,174 @@ static int direct_wanted(const char *engine)
 	return getenv("DOCKER_HOST") == NULL && getenv("DOCKER_CONTEXT") == NULL;
 }
 
+int sbx_podman_create(const char *engine, const char *image, const char *name,
+                      const struct sbx_podman_create_opts *o, char *name_out, size_t cap,
+                      struct sbx_err *e)
+{
+	struct sbx_podman_create_opts none = {0};
+	if (o == NULL)
+		o = &none;
+	if (check_engine(engine, e) != 0)
+		return -1;
+	char gen[32];
+	if (name == NULL) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		unsigned x = (unsigned)ts.tv_nsec ^ ((unsigned)getpid() << 12);
+		snprintf(gen, sizeof gen, "sbx-%06x", x & 0xffffff);
+		name = gen;
+	}
+	if (check_name(name, e) != 0)
+		return -1;
+	char arch[16] = "", tag[128];
+	size_t ilen = strlen(image);
+	struct words v;
+	struct sbx_proc_result r;
+	int ok;
+	if (o->arch != NULL) {
+		const struct sbx_arch *a = arch_from_engine(o->arch);
+		if (a == NULL)
+			return sbx_err_set(e, SBX_EUSAGE, 0, "unknown architecture '%s'", o->arch);
+		snprintf(arch, sizeof arch, "%s", a->name);
+	}
+	if (ilen > 4 && strcmp(image + ilen - 4, ".tar") == 0) {
+		if (access(image, R_OK) != 0)
+			return sbx_err_set(e, SBX_EUSAGE, errno, "image tarball %s", image);
+		const char *base = strrchr(image, '/');
+		base = base != NULL ? base + 1 : image;
+		if (snprintf(tag, sizeof tag, "sbx-%.*s", (int)(strlen(base) - 4), base) >=
+		    (int)sizeof tag)
+			return sbx_err_set(e, SBX_EUSAGE, 0, "image name too long");
+		if (arch[0] == '\0')
+			sidecar_arch(image, arch, sizeof arch);
+		if (w_engine(&v, engine, 0, e) != 0)
+			return -1;
+		w_add(&v, "import");
+		const char *ga = arch[0] ? goarch_of(arch) : NULL;
+		char plat[48];
+		if (ga != NULL && strcmp(engine, "podman") == 0) {
+			w_add(&v, "--arch");
+			w_add(&v, ga);
+		} else if (ga != NULL) {
+			snprintf(plat, sizeof plat, "linux/%s", ga);
+			w_add(&v, "--platform");
+			w_add(&v, plat);
+		}
+		w_add(&v, image);
+		w_add(&v, tag);
+		if (run_engine(v.w, &r, &ok, e) != 0)
+			return -1;
+		if (!ok)
+			return engine_fail(&r, "import", e);
+		sbx_proc_result_free(&r);
+		image = tag;
+	}
+	if (arch[0] == '\0' && image_arch(engine, image, arch, sizeof arch, e) != 0)
+		return -1;
+	char agent[PATH_MAX];
+	if (o->agent != NULL)
+		snprintf(agent, sizeof agent, "%s", o->agent);
+	else if (sbx_agent_path(o->agent_dir, arch, agent, sizeof agent, e) != 0)
+		return -1;
+
+	/* Init is the agent under the name injection looks for: the first session finds it. */
+	uint8_t sha[SBX_SHA256_LEN];
+	if (sbx_inject_sha256_file(agent, sha, e) != 0)
+		return -1;
+	char init[40], label[64], label2[64], target[160];
+	snprintf(init, sizeof init, "/.sbx-agent-");
+	for (int i = 0; i < 6; i++)
+		snprintf(init + 12 + 2 * i, 3, "%02x", sha[i]);
+	snprintf(label, sizeof label, "sbx.arch=%s", arch);
+	snprintf(label2, sizeof label2, "sbx.agent=%s", init);
+	if (w_engine(&v, engine, 1, e) != 0)
+		return -1;
+	w_add(&v, "create");
+	w_add(&v, "--name");
+	w_add(&v, name);
+	w_add(&v, "--network");
+	w_add(&v, "none");
+	w_add(&v, "--label");
+	w_add(&v, label);
+	w_add(&v, "--label");
+	w_add(&v, label2);
+	w_ulimits(&v);
+	w_add(&v, "--entrypoint");
+	w_add(&v, init);
+	for (const char *const *x = o->extra; x != NULL && *x != NULL; x++)
+		w_add(&v, *x);
+	w_add(&v, image);
+	w_add(&v, "init");
+	w_add(&v, "--serve");
+	if (w_full(&v))
+		return sbx_err_set(e, SBX_EUSAGE, 0, "create: too many engine arguments");
+	if (run_engine(v.w, &r, &ok, e) != 0)
+		return -1;
+	if (!ok) {
+		char line[200];
+		sbx_last_line(&r, line, sizeof line);
+		int taken = strstr(line, "already in use") != NULL;
+		sbx_proc_result_free(&r);
+		return sbx_err_set(e, taken ? SBX_EUSAGE : SBX_EUNAVAILABLE, 0,
+		                   "create %s failed: %s", name, line);
+	}
+	sbx_proc_result_free(&r);
+
+	snprintf(target, sizeof target, "%s:%s", name, init);
+	w_engine(&v, engine, 0, e);
+	w_add(&v, "cp");
+	w_add(&v, agent);
+	w_add(&v, target);
+	if (run_engine(v.w, &r, &ok, e) != 0 || (!ok && engine_fail(&r, "cp (init)", e) != 0)) {
+		remove_quiet(engine, name);
+		return -1;
+	}
+	sbx_proc_result_free(&r);
+	w_engine(&v, engine, 1, e);
+	w_add(&v, "start");
+	w_add(&v, name);
+	if (run_engine(v.w, &r, &ok, e) != 0 || (!ok && engine_fail(&r, "start", e) != 0)) {
+		remove_quiet(engine, name);
+		return -1;
+	}
+	sbx_proc_result_free(&r);
+	/* Its PID remembered now: the first session already goes to the resident agent. */
+	if (direct_wanted(engine)) {
+		struct pid_query q;
+		pid_ask(engine, name, &q);
+		pid_t pid = pid_collect(&q);
+		if (pid > 0)
+			pid_hint_write(engine, name, pid);
+	}
+	if (name_out != NULL && cap > 0)
+		snprintf(name_out, cap, "%s", name);
+	return 0;
+}
+
 static int open_exec(const char *engine, const char *name, const char *agent_dir, double timeout_s,
                      struct sbx_session **s, struct sbx_podman_inject *info, struct sbx_err *e);
+
+/* A session with the container's init when it is the resident agent (containers sbx made):
+ * root, and the very agent this host would inject for its architecture; else -1 and the
+ * exec way. $SBX_RESIDENT=0 skips it. */
+static int resident_open(pid_t pid, const char *agent_dir, double timeout_s, struct sbx_session **s)
+{
+	const char *v = getenv("SBX_RESIDENT");
+	if (v != NULL && strcmp(v, "0") == 0)
+		return -1;
+	struct sbx_err e;
+	if (sbx_session_resident(s, pid, timeout_s, &e) != 0)
+		return -1;
+	const struct sbx_hello *h = sbx_session_hello(*s);
+	char local[PATH_MAX];
+	uint8_t sha[SBX_SHA256_LEN];
+	if (h->euid == 0 && sbx_agent_path(agent_dir, h->arch, local, sizeof local, &e) == 0 &&
+	    sbx_inject_sha256_file(local, sha, &e) == 0 && memcmp(sha, h->sha256, sizeof sha) == 0)
+		return 0;
+	sbx_session_close(*s); /* another sbx's agent, or not root: the exec way injects ours */
+	*s = NULL;
+	return -1;
+}
 
 int sbx_podman_open(const char *engine, const char *name, const char *agent_dir, double timeout_s,
                     int ask_pid, struct sbx_session **s, struct sbx_podman_inject *info,
@@ -717,6 +748,11 @@ int sbx_podman_open(const char *engine, const char *name, const char *agent_dir,
 		return -1;
 	int want = direct_wanted(engine);
 	pid_t pid = want ? pid_hint_read(engine, name) : 0;
+	if (pid > 0 && resident_open(pid, agent_dir, timeout_s, s) == 0) {
+		info->resident = 1;
+		snprintf(info->path, sizeof info->path, "(init)");
+		return 0;
+	}
 	struct pid_query q = {-1, -1};
 	if (want && pid == 0 && ask_pid)
 		pid_ask(engine, name, &q);

@@ -65,6 +65,7 @@ struct sbx_podman_inject {
 	enum sbx_podman_how how;
 	int tries;              /* channels opened to get there */
 	int direct;             /* 1: the session moved to the direct socket (host/direct.c) */
+	int resident;           /* 1: the session is with the container's init (no exec) */
 	char direct_error[256]; /* why it did not, when it was tried */
 };
 

@@ -84,11 +84,21 @@ for img in busybox-x86_64 debian-x86_64 noshell-x86_64; do
 	ok "$img: imported as sbx-$p-$img, container $n created and running (init is the agent)"
 	L "$n" hello >"$w/hello" || die "$img: hello"
 	grep -qx "sha256 $sha" "$w/hello" || die "$img: HELLO's sha256 is not the local agent's: $(cat "$w/hello")"
-	# Without a shell the one-exec way fails; inspect then names init's binary (label sbx.agent).
+	[ -z "$(calls)" ] && [ "$(pids)" = 0 ] && grep -qx "channel resident" "$w/hello" ||
+		die "$img: first use took podman calls: $(calls), $(pids) pid queries, $(tail -1 "$w/hello")"
+	ok "$img: first use is the resident agent (init's socket, no podman call at all); HELLO's sha256 is the local agent's"
+	# The exec way into the same container (SBX_RESIDENT=0): without a shell the one-exec way
+	# fails and inspect names init's binary (label sbx.agent).
 	want=exec
 	[ "$img" = noshell-x86_64 ] && want="exec inspect exec"
+	export SBX_RESIDENT=0
+	L "$n" hello >"$w/hello" || die "$img: hello (exec)"
+	[ "$(calls)" = "$want" ] && [ "$(pids)" = 0 ] && grep -qx "channel direct" "$w/hello" ||
+		die "$img: exec way: $(calls), $(pids) pid queries, $(tail -1 "$w/hello")"
+	rm "$SBX_PODMAN_DIR/podman-$n.pid"
+	L "$n" hello >"$w/hello"
 	[ "$(calls)" = "$want" ] && [ "$(pids)" = 0 ] && grep -qx "channel exec" "$w/hello" ||
-		die "$img: first use took podman calls: $(calls), $(pids) pid queries, $(tail -1 "$w/hello")"
+		die "$img: one-shot, PID forgotten: $(calls), $(pids) pid queries, $(tail -1 "$w/hello")"
 	echo '{"id":1,"op":"hello"}' | L "$n" session >"$w/hello"
 	[ "$(calls)" = "$want" ] && [ "$(pids)" = 1 ] && grep -q '"channel":"direct"' "$w/hello" ||
 		die "$img: session: $(calls), $(pids) pid queries, $(cat "$w/hello")"
@@ -96,10 +106,18 @@ for img in busybox-x86_64 debian-x86_64 noshell-x86_64; do
 	[ "$(calls)" = "$want" ] && [ "$(pids)" = 0 ] && grep -qx "channel direct" "$w/hello" ||
 		die "$img: a later use: $(calls), $(pids) pid queries, $(tail -1 "$w/hello")"
 	[ "$(SBX_DIRECT=0 S "$n" hello | tail -1)" = "channel exec" ] || die "$img: SBX_DIRECT=0"
-	ok "$img: a one-shot hello stays on podman exec; a session moves to the agent's unix socket (channel direct; the container's PID asked once, alongside the exec, then remembered, so later one-shots use the lane too); SBX_DIRECT=0 stays on podman exec"
 	[ "$(S "$n" kind "/$fname")" = file ] && [ "$(S "$n" kind "/tmp/$fname")" = absent ] ||
 		die "$img: the agent should run from init's /$fname, nothing copied"
-	ok "$img: first use runs init's own binary /$fname (named by its digest; nothing copied) with podman calls: $want; HELLO's sha256 is the local agent's"
+	unset SBX_RESIDENT
+	ok "$img: the exec way (SBX_RESIDENT=0) runs init's own binary /$fname (nothing copied) with podman calls: $want, then moves to the direct socket; with the PID forgotten a one-shot stays on podman exec and a session asks for it once (alongside the exec); SBX_DIRECT=0 stays on podman exec"
+	[ "$(S "$n" hello | tail -1)" = "channel resident" ] || die "$img: resident again"
+	if [ "$img" != noshell-x86_64 ]; then
+		podman exec "$n" rm /.sbx-serve/s
+		L "$n" hello >"$w/hello"
+		[ "$(calls)" = exec ] && grep -qx "channel direct" "$w/hello" ||
+			die "$img: socket removed: $(calls), $(tail -1 "$w/hello")"
+		ok "$img: the resident socket removed inside the container: one podman exec, then the direct socket"
+	fi
 	[ "$(S "$n" kind /etc)" = dir ] && [ "$(S "$n" kind /nonexistent)" = absent ] &&
 		[ "$(S "$n" resolve /proc/self/..)" = /proc ] || die "$img: probes"
 	ok "$img: probes (kind dir/absent, resolve)"

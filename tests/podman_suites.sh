@@ -84,27 +84,32 @@ for image in $images; do
 		die "$image: create A"
 	"$sbx" sandbox create --runner podman --image "sbx-$p-$image" --name "$b" >/dev/null ||
 		die "$image: create B"
+	# A is reached through its resident agent (init's socket); B the exec way (SBX_RESIDENT=0:
+	# podman exec, then the direct socket), so the suites cross both.
+	SB() { SBX_RESIDENT=0 S "$@"; }
 	S "$a" --json hello >"$w/hello" || die "$image: hello"
+	grep -q '"channel":"resident"' "$w/hello" || die "$image: A's channel: $(cat "$w/hello")"
+	SB "$b" --json hello | grep -q '"channel":"direct"' || die "$image: B's channel"
 	grep -q "\"arch\":\"$arch\"" "$w/hello" || die "$image: HELLO's arch: $(cat "$w/hello")"
 	grep -q "\"sha256\":\"$(sha256sum "$top/build/agent/$arch/sbx-agent" | cut -d' ' -f1)\"" "$w/hello" ||
 		die "$image: HELLO's sha256 is not build/agent/$arch/sbx-agent's: $(cat "$w/hello")"
-	S "$b" --json hello | grep -q "\"arch\":\"$arch\"" || die "$image: B's HELLO"
+	SB "$b" --json hello | grep -q "\"arch\":\"$arch\"" || die "$image: B's HELLO"
 	if [ "$arch" != x86_64 ]; then
 		[ "$(S "$a" exec -- uname -m)" = "$arch" ] || die "$image: uname -m in the container"
 		ok "$image: two containers; the injected agent is the $arch one (HELLO arch and sha256); the image's programs run as $arch (uname -m, QEMU through binfmt_misc)"
 	else
-		ok "$image: two containers; the injected agent's HELLO says $arch with the local agent's sha256"
+		ok "$image: two containers (A on the resident agent, B the exec way then the direct socket); the agent's HELLO says $arch with the local agent's sha256"
 	fi
 
 	# ---- fidelity by replay ----
 	if [ "$arch" = x86_64 ]; then src=$w/src c0=$w/c0-src.tar what="sparse 3 GiB, "; else src=$w/small c0=$w/c0-small.tar what=""; fi
 	S "$a" upload-dir "$src" /data >/dev/null || die "$image: upload-dir into A"
 	S "$a" download-dir --links keep --archive-copy "$w/c1.tar" /data "$w/dl1" >/dev/null || die "$image: download from A"
-	S "$b" upload-archive "$w/c1.tar" dir /data >/dev/null || die "$image: upload-archive into B"
-	S "$b" download-dir --links keep --archive-copy "$w/c2.tar" /data "$w/dl2" >/dev/null || die "$image: download from B"
+	SB "$b" upload-archive "$w/c1.tar" dir /data >/dev/null || die "$image: upload-archive into B"
+	SB "$b" download-dir --links keep --archive-copy "$w/c2.tar" /data "$w/dl2" >/dev/null || die "$image: download from B"
 	cmp -s "$c0" "$w/c1.tar" || die "$image: the archive of the uploaded tree differs from the source's"
 	cmp -s "$w/c1.tar" "$w/c2.tar" || die "$image: the replayed tree's archive differs"
-	[ "$(S "$b" stat /data/f4755 | awk '{print $2, $3}')" = "file 4755" ] || die "$image: set-uid lost: $(S "$b" stat /data/f4755)"
+	[ "$(SB "$b" stat /data/f4755 | awk '{print $2, $3}')" = "file 4755" ] || die "$image: set-uid lost: $(S "$b" stat /data/f4755)"
 	rm -rf "$w/dl1" "$w/dl2" "$w/c1.tar" "$w/c2.tar"
 	ok "$image: fidelity tree (${what}set-id, owners, links, long paths) through two containers: three archives byte-identical"
 

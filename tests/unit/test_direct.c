@@ -25,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "agent_fixture.h"
 #include "msg.h"
 #include "proto.h"
 #include "sbx.h"
@@ -37,42 +38,6 @@ static double now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void pause_ms(int ms)
-{
-	struct timespec t = {ms / 1000, (long)(ms % 1000) * 1000000L};
-	nanosleep(&t, NULL);
-}
-
-/* The agent: under $SBX_AGENT_DIR (tests/run.sh sets it), else where sbx_agent_dir says,
- * else build/agent beside this build/host/tests (any cwd). */
-static int find_agent(char *out, size_t cap, struct sbx_err *e)
-{
-	char dir[PATH_MAX];
-	const char *d = getenv("SBX_AGENT_DIR");
-	if (d != NULL && d[0] != '\0')
-		return sbx_agent_path(d, "x86_64", out, cap, e);
-	if (sbx_agent_dir(dir, sizeof dir, e) == 0 &&
-	    sbx_agent_path(dir, "x86_64", out, cap, e) == 0)
-		return 0;
-	ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 16);
-	if (n <= 0)
-		return -1;
-	dir[n] = '\0';
-	char *slash = strrchr(dir, '/');
-	if (slash == NULL)
-		return -1;
-	strcpy(slash, "/../../agent");
-	return sbx_agent_path(dir, "x86_64", out, cap, e);
-}
-
-static void agent_path(char *out, size_t cap)
-{
-	struct sbx_err e;
-	sbx_err_clear(&e);
-	if (find_agent(out, cap, &e) != 0)
-		fail_msg("agent: %s", e.msg);
 }
 
 /* The pid namespace of a process, as (dev, ino); 0 when it cannot be read. */

@@ -1,0 +1,26 @@
+/* The resident agent (docs/runners.md, "The resident agent"): PID 1 of a container sbx made
+ * (`sbx-agent init --serve`) listens on a unix socket at a fixed place in the container, so
+ * that the host reaches an agent without an exec at all. A connection is taken only from a
+ * process outside the container's pid namespace; each one becomes a `serve` process of its
+ * own, a child of init. */
+#ifndef SBX_AGENT_RESIDENT_H
+#define SBX_AGENT_RESIDENT_H
+
+#include <stddef.h>
+
+/* The folders tried, in this order, for SBX_RESIDENT_DIR ("/.sbx-serve", "/run/.sbx-serve",
+ * ...): the container's own root first (not a volume the operator may share), then the
+ * tmpfs mounts a read-only container still has. The host tries the same list. */
+#define SBX_RESIDENT_NAME ".sbx-serve"
+
+/* The listening socket (non-blocking, close-on-exec) at the first folder of the list that
+ * takes it, folder 0700 and owned by root; -1 with a message in err. A folder already there
+ * (a restarted container) is kept when it is a real folder owned by root, its old socket
+ * removed. */
+int sbx_resident_listen(char *err, size_t cap);
+
+/* One pending connection: the connected socket (blocking) when its peer is outside this pid
+ * namespace; -1 when there was none or it was refused (closed unanswered). */
+int sbx_resident_accept(int lfd);
+
+#endif
