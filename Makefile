@@ -155,7 +155,7 @@ FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
 	-Ishared -Iarchive -Ihost -Irunner -I$(SBX_CACHE)/host/include
 # fuzz_unpack drives the archive engine: it also links archive/unpack.c and the host
 # libarchive (built without sanitizer instrumentation by toolchain/build.sh).
-$(B)/fuzz/fuzz_unpack: FUZZ_EXTRA := archive/unpack.c $(LIBARCHIVE_HOST)
+$(B)/fuzz/fuzz_unpack: FUZZ_EXTRA := archive/unpack.c archive/wbehind.c $(LIBARCHIVE_HOST)
 $(B)/fuzz/fuzz_unpack: archive/unpack.c archive/unpack.h
 $(B)/fuzz/fuzz_boot: FUZZ_EXTRA := runner/boot_dialog.c
 $(B)/fuzz/fuzz_boot: runner/boot_dialog.c runner/boot.h

@@ -15,12 +15,15 @@
 #include <unistd.h>
 
 #include "member.h"
+#include "wbehind.h"
 
-#define CHUNK 65536
+#define CHUNK (256 * 1024)
 /* libarchive refuses extension headers past 1 MiB and nests at most 32 of them. */
 #define MAX_EXT_SIZE (1 << 20)
 #define MAX_EXT_HEADERS 64
 #define NO_PIN UINT64_MAX
+/* Members at least this big have their data written by a second thread (archive/wbehind.h). */
+#define WB_MIN (1 << 20)
 
 struct unpack {
 	const struct sbx_unpack_opts *o;
@@ -36,6 +39,8 @@ struct unpack {
 	int in_eof;
 	int in_errno, tee_errno; /* a failed read (or tee write), for SBX_EUNAVAILABLE */
 	int in_failed, tee_failed;
+	struct sbx_wb *wb; /* made for the first big member; NULL: write here */
+	int wb_tried;
 };
 
 static int tee(struct unpack *u, const unsigned char *p, size_t n)
@@ -239,47 +244,73 @@ static int harmless_warning(struct archive *a)
 
 /* Streams the entry's data into fd at the offsets libarchive gives (holes are skipped), then
  * sets the size. */
-static int put_data(struct unpack *u, struct archive_entry *en, int fd, const char *name)
+/* One data block at its offset: queued for the writer thread when there is one, else
+ * written here. */
+static int put_block(struct sbx_wb *wb, int fd, const char *p, size_t n, off_t at)
 {
-	int64_t size = archive_entry_size(en);
-	int64_t end = 0;
-	if (size < 0)
-		return sbx_err_set(u->e, SBX_ETRANSFER, 0, "archive: %s has no size", name);
+	if (wb != NULL)
+		return sbx_wb_write(wb, fd, at, p, n) == 0 ? 0 : errno;
+	while (n > 0) {
+		ssize_t w = pwrite(fd, p, n, at);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? errno : EIO;
+		p += w;
+		n -= (size_t)w;
+		at += w;
+	}
+	return 0;
+}
+
+/* The member's data blocks; *end: the end of the last block. */
+static int data_blocks(struct unpack *u, struct sbx_wb *wb, int fd, int64_t size, int64_t *end,
+                       const char *name)
+{
 	for (;;) {
 		const void *buf;
 		size_t n;
 		la_int64_t off;
 		int r = archive_read_data_block(u->a, &buf, &n, &off);
 		if (r == ARCHIVE_EOF)
-			break;
+			return 0;
 		if (r != ARCHIVE_OK)
 			return arch_fail(u, " (reading data)");
 		if (off < 0 || (uint64_t)off > (uint64_t)size || n > (uint64_t)(size - off))
 			return sbx_err_set(u->e, SBX_ETRANSFER, 0,
 			                   "archive: a data block of %s lies beyond its size",
 			                   name);
-		const char *p = buf;
-		size_t left = n;
-		off_t at = (off_t)off;
-		while (left > 0) {
-			ssize_t w = pwrite(fd, p, left, at);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				return sbx_err_set(u->e, SBX_ETRANSFER, w < 0 ? errno : EIO,
-				                   "member %s: cannot write its data", name);
-			p += w;
-			left -= (size_t)w;
-			at += w;
-		}
+		int err = put_block(wb, fd, buf, n, (off_t)off);
+		if (err != 0)
+			return sbx_err_set(u->e, SBX_ETRANSFER, err,
+			                   "member %s: cannot write its data", name);
 		u->st->data_bytes += n;
-		if (off + (int64_t)n > end)
-			end = off + (int64_t)n;
+		if (off + (int64_t)n > *end)
+			*end = off + (int64_t)n;
 	}
-	if (end < size && ftruncate(fd, (off_t)size) != 0)
-		return sbx_err_set(u->e, SBX_ETRANSFER, errno, "member %s: cannot set its size",
-		                   name);
-	return 0;
+}
+
+static int put_data(struct unpack *u, struct archive_entry *en, int fd, const char *name)
+{
+	int64_t size = archive_entry_size(en);
+	int64_t end = 0;
+	if (size < 0)
+		return sbx_err_set(u->e, SBX_ETRANSFER, 0, "archive: %s has no size", name);
+	if (size >= WB_MIN && !u->wb_tried) {
+		u->wb_tried = 1;
+		u->wb = sbx_wb_new();
+	}
+	struct sbx_wb *wb = size >= WB_MIN ? u->wb : NULL;
+	int rc = data_blocks(u, wb, fd, size, &end, name);
+	/* Every byte written before anything else is done to the file, on every path: fd is
+	 * closed after this, and its number may be reused. */
+	if (wb != NULL && sbx_wb_drain(wb) != 0 && rc == 0)
+		rc = sbx_err_set(u->e, SBX_ETRANSFER, errno, "member %s: cannot write its data",
+		                 name);
+	if (rc == 0 && end < size && ftruncate(fd, (off_t)size) != 0)
+		rc = sbx_err_set(u->e, SBX_ETRANSFER, errno, "member %s: cannot set its size",
+		                 name);
+	return rc;
 }
 
 static unsigned readable_mode(unsigned mode, int type)
@@ -449,6 +480,7 @@ int sbx_unpack(const struct sbx_unpack_opts *o, struct sbx_unpack_stats *st, str
 		freelocale(c_loc);
 	st->owners_kept = sbx_put_owners_kept(p);
 	sbx_put_free(p);
+	sbx_wb_free(u.wb);
 	free(u.win);
 	sbx_sha256_final(&u.sha, st->sha256);
 	return rc;

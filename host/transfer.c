@@ -435,15 +435,18 @@ int sbx_upload_archive(struct sbx_session *s, const char *archive, enum sbx_kind
 /* ---- downloads: the archive pulled from the session on the caller's thread ---- */
 
 /* The unpacker asks for bytes (sink_pull); the session is pumped until the job's output
- * callback (sink_output) has put some in buf. One thread, no pipe: each byte is copied from
- * the channel's buffer to buf and from buf to the unpacker's window. The agent's credit is
- * returned as bytes reach buf, so buf holds at most what one pump brings. */
+ * callback (sink_output) has given some. One thread, no pipe: while a pull waits, output goes
+ * straight from the channel's buffer into the unpacker's window (dst); only what does not fit
+ * there is kept in buf for the next pull. The agent's credit is returned as bytes arrive, so
+ * buf holds at most what one pump brings. */
 struct sink {
 	struct sbx_session *s;
 	struct sbx_stream *p; /* the DOWNLOAD job */
 	int64_t deadline;
 	uint8_t *buf;
 	size_t off, len, cap;
+	uint8_t *dst; /* the pull waiting, or NULL */
+	size_t dcap, dlen;
 	int failed; /* the unpacker stopped: later output is refused (the job is cancelled) */
 	uint64_t bytes;
 	struct sbx_err e; /* the session's error when pulling failed */
@@ -457,6 +460,18 @@ static int sink_output(void *ctx, int chan, const void *data, size_t len)
 		return 0;
 	if (k->failed)
 		return -1;
+	k->bytes += len;
+	if (k->o->progress != NULL && k->o->progress(k->o->ctx, k->bytes) != 0)
+		return -1;
+	if (k->dst != NULL && k->dlen < k->dcap && k->off == k->len) {
+		size_t n = k->dcap - k->dlen < len ? k->dcap - k->dlen : len;
+		memcpy(k->dst + k->dlen, data, n);
+		k->dlen += n;
+		data = (const uint8_t *)data + n;
+		len -= n;
+	}
+	if (len == 0)
+		return 0;
 	if (k->off > 0 && k->cap - k->len < len) {
 		memmove(k->buf, k->buf + k->off, k->len - k->off);
 		k->len -= k->off;
@@ -474,33 +489,38 @@ static int sink_output(void *ctx, int chan, const void *data, size_t len)
 	}
 	memcpy(k->buf + k->len, data, len);
 	k->len += len;
-	k->bytes += len;
-	if (k->o->progress != NULL && k->o->progress(k->o->ctx, k->bytes) != 0)
-		return -1;
 	return 0;
 }
 
 static ssize_t sink_pull(void *ctx, void *out, size_t cap)
 {
 	struct sink *k = ctx;
-	while (k->off == k->len) {
-		k->off = k->len = 0;
-		if (k->p->done)
-			return 0;
+	if (k->off < k->len) {
+		size_t n = k->len - k->off < cap ? k->len - k->off : cap;
+		memcpy(out, k->buf + k->off, n);
+		k->off += n;
+		return (ssize_t)n;
+	}
+	k->off = k->len = 0;
+	k->dst = out;
+	k->dcap = cap;
+	k->dlen = 0;
+	ssize_t r = 0;
+	while (k->dlen == 0 && !k->p->done) {
 		if (sbx_now_ns() >= k->deadline) {
 			sbx_err_set(&k->e, SBX_EUNAVAILABLE, ETIMEDOUT, "download: no end in time");
 			errno = ETIMEDOUT;
-			return -1;
+			r = -1;
+			break;
 		}
 		if (sbx_pump(k->s, k->deadline, &k->e) != 0) {
 			errno = k->e.errnum != 0 ? k->e.errnum : EIO;
-			return -1;
+			r = -1;
+			break;
 		}
 	}
-	size_t n = k->len - k->off < cap ? k->len - k->off : cap;
-	memcpy(out, k->buf + k->off, n);
-	k->off += n;
-	return (ssize_t)n;
+	k->dst = NULL;
+	return r < 0 ? r : (ssize_t)k->dlen;
 }
 
 /* Runs a DOWNLOAD of source into the staging folder stage_fd. *kind gets the agent's word. */

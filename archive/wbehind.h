@@ -1,0 +1,29 @@
+/* Write-behind for the file data of large members (archive/unpack.c): a second thread does
+ * the pwrite calls while the unpacking thread reads, hashes and parses the next bytes, so a
+ * slow destination (tmpfs allocating fresh pages, a disk) overlaps with the stream instead of
+ * adding to it. The data is copied into a ring of fixed slots; writes to one fd happen in the
+ * order given. Nothing about a member is finished (mode, times, close) before sbx_wb_drain
+ * has said its data is all written. */
+#ifndef SBX_ARCHIVE_WBEHIND_H
+#define SBX_ARCHIVE_WBEHIND_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct sbx_wb;
+
+/* A writer with its thread; NULL when either cannot be had (the caller writes itself). */
+struct sbx_wb *sbx_wb_new(void);
+
+/* Queues n bytes for fd at offset at (copied: p may change on return); waits while the ring
+ * is full. -1 with errno when an earlier write failed (nothing more is queued then). */
+int sbx_wb_write(struct sbx_wb *w, int fd, off_t at, const void *p, size_t n);
+
+/* Waits until everything queued is written. 0, or -1 with errno of the first failed write
+ * since the last drain (the failure is then cleared). */
+int sbx_wb_drain(struct sbx_wb *w);
+
+/* Drains, stops the thread, frees (NULL is fine). */
+void sbx_wb_free(struct sbx_wb *w);
+
+#endif
