@@ -10,12 +10,14 @@
 #   just before, median of INJECT_RUNS (5); the same on containers sbx created;
 # - 1000 `kind` probes over one retained session through libsbx (build/bench/bench_probe;
 #   opened with a HELLO first; only the probes are timed, one request and its answer at a
-#   time), on the direct socket and with SBX_DIRECT=0, and through the CLI's JSON lines, against
-#   `podman exec N sh -c '[ -d /tmp ]'` (20 of them): the per-probe ratio;
+#   time), on the resident agent (a container sbx made), with SBX_RESIDENT=0 (podman exec, then
+#   the direct socket) and with SBX_DIRECT=0 (podman exec only), and through the CLI's JSON
+#   lines, against `podman exec N sh -c '[ -d /tmp ]'` (20 of them): the per-probe ratio;
 # - upload and download of the transfer bench's data sets, (a) 1 GiB in 8 files and
 #   (b) 50,000 files of 1 KiB in 500 folders, against `tar -cf - . | podman exec -i N tar -xf -
-#   -C DST` and `podman exec N tar -cf - -C SRC . | tar -xf - -C DST`, interleaved, median of
-#   RUNS (3). Both ends in RAM so no disk enters the figures (as in the transfer bench): the
+#   -C DST` and `podman exec N tar -cf - -C SRC . | tar -xf - -C DST`, interleaved (each sbx
+#   figure one CLI run on the resident agent, and the same the exec way), median of
+#   RUNS (5). Both ends in RAM so no disk enters the figures (as in the transfer bench): the
 #   host's data in /dev/shm, the container's in a tmpfs mounted at /x (`--tmpfs`).
 # Needs root and `make images`. Every sandbox, container and image made here is removed.
 set -euo pipefail
@@ -24,7 +26,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 bench_probe=$top/build/bench/bench_probe
 img=$top/build/images/busybox-x86_64
 n=${SANDBOXES:-32}
-runs=${RUNS:-3}
+runs=${RUNS:-5}
 inject_runs=${INJECT_RUNS:-5}
 w=$(mktemp -d /tmp/sbx-bench-runners-XXXXXX)
 export SBX_NS_DIR=$w/state SBX_PODMAN_DIR=$w/hints
@@ -156,9 +158,11 @@ probe() { # env...: "channel mean_us"
 	out=$(env "$@" "$bench_probe" "podman:$base" 1000) || { fail "bench_probe $*"; echo "? 0"; return; }
 	echo "$(echo "$out" | sed -n 's/^channel //p') $(echo "$out" | tail -1 | cut -d' ' -f2)"
 }
-read -r ch_direct us_direct < <(probe SBX_DIRECT=1)
+read -r ch_res us_res < <(probe SBX_DIRECT=1)
+read -r ch_direct us_direct < <(probe SBX_RESIDENT=0)
 read -r ch_exec us_exec < <(probe SBX_DIRECT=0)
-[ "$ch_direct" = direct ] && [ "$ch_exec" = exec ] || fail "probes: channels $ch_direct / $ch_exec"
+[ "$ch_res" = resident ] && [ "$ch_direct" = direct ] && [ "$ch_exec" = exec ] ||
+	fail "probes: channels $ch_res / $ch_direct / $ch_exec"
 cat >"$w/probe.py" <<'PY'
 import json, subprocess, sys, time
 p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
@@ -182,12 +186,13 @@ read -r us_cli dirs < <(python3 "$w/probe.py" "$sbx" --runner "podman:$base" ses
 a=$(now)
 for i in $(seq 20); do podman exec "$base" sh -c '[ -d /tmp ]' || fail "podman exec probe"; done
 b=$(now)
-awk -v l="$us_direct" -v x="$us_exec" -v c="$us_cli" -v a="$a" -v b="$b" 'BEGIN{
+awk -v l="$us_res" -v d="$us_direct" -v x="$us_exec" -v c="$us_cli" -v a="$a" -v b="$b" 'BEGIN{
 	pp = (b - a) / 20 * 1e6; r = pp / l
 	printf "  podman exec N sh -c %s: %.1f ms each (20)\n", "\"[ -d /tmp ]\"", pp / 1e3
-	printf "  1000 kind probes over one session (libsbx, one at a time), on the direct socket: %.0f us each: x%.0f (target >= 1000: %s)\n", l, r, (r >= 1000 ? "met" : "NOT met")
+	printf "  1000 kind probes over one session (libsbx, one at a time), on the resident agent (no exec): %.0f us each: x%.0f (target >= 1000: %s)\n", l, r, (r >= 1000 ? "met" : "NOT met")
+	printf "  the same with SBX_RESIDENT=0 (podman exec, then the direct socket): %.0f us each: x%.0f\n", d, pp / d
 	printf "  the same with SBX_DIRECT=0 (frames through podman exec): %.0f us each: x%.0f\n", x, pp / x
-	printf "  the same through the sbx CLI (JSON lines from Python, on the direct socket): %.0f us each: x%.0f\n", c, pp / c }'
+	printf "  the same through the sbx CLI (JSON lines from Python, on the resident agent): %.0f us each: x%.0f\n", c, pp / c }'
 
 # 3. transfers: the transfer bench's two data sets, against tar through podman exec.
 hd=$(mktemp -d /dev/shm/sbx-bench-runners-XXXXXX)
@@ -212,12 +217,14 @@ tar_up() { tar -C "$1" -cf - . | podman exec -i "$base" tar -xf - -C "$2"; }
 tar_down() { podman exec "$base" tar -cf - -C "$1" . | tar -xf - -C "$2"; }
 sbx_up() { P "$base" upload-dir "$1" "$2"; }
 sbx_down() { P "$base" download-dir "$1" "$2"; }
-echo "  transfers into/out of a podman BusyBox container, median of $runs (ratio = tar pipe s / sbx s; target >= 1.5):"
+exec_up() { SBX_RESIDENT=0 P "$base" upload-dir "$1" "$2"; }
+exec_down() { SBX_RESIDENT=0 P "$base" download-dir "$1" "$2"; }
+echo "  transfers into/out of a podman BusyBox container sbx made, median of $runs (ratio = tar pipe s / sbx s; target >= 1.5); each sbx figure is one CLI run, session included (the resident agent; the exec way below it: SBX_RESIDENT=0):"
 printf '  %-22s %9s %9s %7s %9s %9s %7s\n' set "tar up" "sbx up" ratio "tar down" "sbx down" ratio
 for set in big small; do
 	want=$(host_sum "$hd/$set")
 	P "$base" upload-dir "$hd/$set" "/x/src/$set" >/dev/null # the download source (and a warm-up)
-	: >"$w/t.tu" && : >"$w/t.su" && : >"$w/t.td" && : >"$w/t.sd"
+	: >"$w/t.tu" && : >"$w/t.su" && : >"$w/t.td" && : >"$w/t.sd" && : >"$w/t.xu" && : >"$w/t.xd"
 	for r in $(seq "$runs"); do
 		last=$([ "$r" = "$runs" ] && echo 1 || echo 0)
 		podman exec "$base" mkdir /x/dst
@@ -234,6 +241,12 @@ for set in big small; do
 		secs sbx_down "/x/src/$set" "$hd/dst" >>"$w/t.sd"
 		[ $last = 1 ] && { diff -rq "$hd/$set" "$hd/dst" >/dev/null || fail "$set: sbx down differs"; }
 		rm -rf "$hd/dst"
+		# The exec way (podman exec, then the direct socket), for the record.
+		podman exec "$base" mkdir /x/dst
+		secs exec_up "$hd/$set" /x/dst >>"$w/t.xu"
+		podman exec "$base" rm -rf /x/dst
+		secs exec_down "/x/src/$set" "$hd/dst" >>"$w/t.xd"
+		rm -rf "$hd/dst"
 	done
 	podman exec "$base" rm -rf "/x/src/$set"
 	tu=$(medf "$w/t.tu") su=$(medf "$w/t.su") td=$(medf "$w/t.td") sd=$(medf "$w/t.sd")
@@ -241,6 +254,10 @@ for set in big small; do
 	printf '  %-22s %8ss %8ss %6.2fx %8ss %8ss %6.2fx\n' "$name" "$tu" "$su" \
 		"$(awk -v a="$tu" -v b="$su" 'BEGIN{print a / b}')" "$td" "$sd" \
 		"$(awk -v a="$td" -v b="$sd" 'BEGIN{print a / b}')"
+	xu=$(medf "$w/t.xu") xd=$(medf "$w/t.xd")
+	printf '  %-22s %9s %8ss %6.2fx %9s %8ss %6.2fx\n' "  the exec way" "" "$xu" \
+		"$(awk -v a="$tu" -v b="$xu" 'BEGIN{print a / b}')" "" "$xd" \
+		"$(awk -v a="$td" -v b="$xd" 'BEGIN{print a / b}')"
 	rm -rf "$hd/$set"
 done
 "$sbx" sandbox rm "podman:$base" >/dev/null
