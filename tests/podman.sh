@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # podman.sh SBX: the podman:NAME runner end to end, as root, with real OCI containers (runc,
 # cgroupfs). Imports build/images/{busybox,debian,noshell}-x86_64.tar under names of its own;
-# for each: create, first use runs init's own binary (HELLO's SHA-256 is the local agent's),
-# probes, exec, an upload-dir/download-dir round trip with modes, a supervised run with a
+# for each: create, first use is the resident agent (init's socket, no podman call; HELLO's
+# SHA-256 is the local agent's), the exec way into the same container (SBX_RESIDENT=0: init's
+# own binary, then the direct socket), the socket removed inside, probes, exec, an upload-dir/download-dir round trip with modes, a supervised run with a
 # signed receipt (images with a shell). Injection into containers sbx did not create: missing
 # (delivered in one exec), reused, stale (garbage and another agent at the expected path),
 # noexec /tmp, the older ways (streaming, `podman cp`), no shell; podman calls are counted
@@ -153,6 +154,18 @@ for img in busybox-x86_64 debian-x86_64 noshell-x86_64; do
 		ok "$img: run --session (sleep 100 & exit 0): signed receipt verifies, termination witnessed, nothing left"
 	fi
 done
+
+# A resident agent that is not this host's (another build: one byte more) is not used: the
+# exec way delivers this host's agent.
+mkdir -p "$w/other/x86_64"
+{ cat "$agent"; printf x; } >"$w/other/x86_64/sbx-agent"
+chmod 0755 "$w/other/x86_64/sbx-agent"
+osha=$(sha256sum "$w/other/x86_64/sbx-agent" | cut -d' ' -f1)
+SBX_AGENT_DIR=$w/other S "$p-noshell" hello >"$w/hello"
+grep -qx "sha256 $osha" "$w/hello" && ! grep -qx "channel resident" "$w/hello" ||
+	die "another build: $(cat "$w/hello")"
+[ "$(S "$p-noshell" hello | tail -1)" = "channel resident" ] || die "another build: resident again"
+ok "a host with another agent build does not take the resident agent (its digest differs): the exec way delivers its own; this host's still takes it"
 
 # ---- injection into containers sbx did not create (BusyBox, shell-less) ----
 bb=sbx-$p-busybox-x86_64
