@@ -30,13 +30,16 @@ static void reap_all(int block)
 	}
 }
 
-/* A connection taken: its own `serve` process, with init's signal mask undone. */
-static void serve_child(int c, int lfd, int sfd)
+/* A connection taken: its own `serve` process, with init's signal mask undone, in the
+ * folder init was started in (home: where an exec into the container starts too). */
+static void serve_child(int c, int lfd, int sfd, int home)
 {
 	pid_t p = fork();
 	if (p == 0) {
 		close(lfd);
 		close(sfd);
+		if (home >= 0 && fchdir(home) == 0)
+			close(home);
 		sigset_t none;
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
@@ -60,6 +63,7 @@ int sbx_init_main(int serve)
 	sigset_t all;
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, NULL);
+	int home = serve ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
 	if (chdir("/") != 0) {
 		/* Nothing to do: the creator chose the root; stay where we are. */
 	}
@@ -82,7 +86,7 @@ int sbx_init_main(int serve)
 			if (p[1].revents & POLLIN) {
 				int c = sbx_resident_accept(lfd);
 				if (c >= 0)
-					serve_child(c, lfd, sfd);
+					serve_child(c, lfd, sfd, home);
 			}
 			struct signalfd_siginfo si;
 			if (!(p[0].revents & POLLIN) || read(sfd, &si, sizeof si) != sizeof si)

@@ -166,6 +166,13 @@ grep -qx "sha256 $osha" "$w/hello" && ! grep -qx "channel resident" "$w/hello" |
 	die "another build: $(cat "$w/hello")"
 [ "$(S "$p-noshell" hello | tail -1)" = "channel resident" ] || die "another build: resident again"
 ok "a host with another agent build does not take the resident agent (its digest differs): the exec way delivers its own; this host's still takes it"
+n=$p-wd
+"$sbx" sandbox create --runner podman --image "sbx-$p-busybox-x86_64" --name "$n" --engine-arg --workdir=/etc >/dev/null ||
+	die "workdir: create"
+[ "$(S "$n" hello | tail -1)" = "channel resident" ] && [ "$(S "$n" exec -- pwd)" = /etc ] &&
+	[ "$(SBX_RESIDENT=0 S "$n" exec -- pwd)" = /etc ] || die "workdir: a command does not start in /etc"
+"$sbx" sandbox rm "podman:$n" >/dev/null
+ok "a command started through the resident agent starts in the container's working folder (--workdir /etc), as through podman exec"
 
 # ---- injection into containers sbx did not create (BusyBox, shell-less) ----
 bb=sbx-$p-busybox-x86_64
