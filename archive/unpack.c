@@ -250,17 +250,7 @@ static int put_block(struct sbx_wb *wb, int fd, const char *p, size_t n, off_t a
 {
 	if (wb != NULL)
 		return sbx_wb_write(wb, fd, at, p, n) == 0 ? 0 : errno;
-	while (n > 0) {
-		ssize_t w = pwrite(fd, p, n, at);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? errno : EIO;
-		p += w;
-		n -= (size_t)w;
-		at += w;
-	}
-	return 0;
+	return sbx_pwrite_all(fd, p, n, at);
 }
 
 /* The member's data blocks; *end: the end of the last block. */

@@ -29,8 +29,9 @@ struct sbx_wb {
 	int stop;
 };
 
-static int write_all(int fd, const unsigned char *p, size_t n, off_t at)
+int sbx_pwrite_all(int fd, const void *buf, size_t n, off_t at)
 {
+	const unsigned char *p = buf;
 	while (n > 0) {
 		ssize_t w = pwrite(fd, p, n, at);
 		if (w < 0 && errno == EINTR)
@@ -58,7 +59,8 @@ static void *run(void *arg)
 		pthread_mutex_unlock(&w->mu);
 		/* After a failure the rest is dropped: the caller reports the first one. */
 		int err = failed ? 0
-		                 : write_all(s.fd, w->data + (w->tail % SLOTS) * SLOT, s.len, s.at);
+		                 : sbx_pwrite_all(s.fd, w->data + (w->tail % SLOTS) * SLOT, s.len,
+		                                  s.at);
 		pthread_mutex_lock(&w->mu);
 		if (err != 0 && w->err == 0)
 			w->err = err;

@@ -23,6 +23,10 @@ int sbx_wb_write(struct sbx_wb *w, int fd, off_t at, const void *p, size_t n);
  * since the last drain (the failure is then cleared). */
 int sbx_wb_drain(struct sbx_wb *w);
 
+/* All n bytes at offset at (EINTR and short writes retried): 0, or the errno of the failure
+ * (EIO for a write of nothing). What the thread does, and the unpacker for small members. */
+int sbx_pwrite_all(int fd, const void *buf, size_t n, off_t at);
+
 /* Drains, stops the thread, frees (NULL is fine). */
 void sbx_wb_free(struct sbx_wb *w);
 

@@ -125,8 +125,8 @@ static void in_box(const char *name, char *out, size_t cap)
 	snprintf(out, cap, "/proc/%d/root%s", (int)g_box.init, name);
 }
 
-/* Starts a box and waits until init runs the agent (and, unless expect_none, its socket is
- * at where). */
+/* Starts a box and waits until init runs the agent and, when where is not NULL, its socket
+ * is at where. */
 static void box_start(enum plant plant, uid_t uid, const char *where)
 {
 	char agent[PATH_MAX];
@@ -144,18 +144,19 @@ static void box_start(enum plant plant, uid_t uid, const char *where)
 	close(p[1]);
 	assert_int_equal(read(p[0], &g_box.init, sizeof g_box.init), (ssize_t)sizeof g_box.init);
 	close(p[0]);
-	char exe[64], link[PATH_MAX], sock[PATH_MAX];
+	char exe[64], link[PATH_MAX] = "", sock[PATH_MAX];
 	snprintf(exe, sizeof exe, "/proc/%d/exe", (int)g_box.init);
-	in_box(where, sock, sizeof sock);
+	in_box(where != NULL ? where : "/", sock, sizeof sock);
 	for (int i = 0; i < 500; i++) {
 		ssize_t n = readlink(exe, link, sizeof link - 1);
 		link[n > 0 ? n : 0] = '\0';
 		struct stat st;
-		if (strstr(link, "/agent") != NULL && stat(sock, &st) == 0 && S_ISSOCK(st.st_mode))
+		if (strstr(link, "/agent") != NULL &&
+		    (where == NULL || (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode))))
 			return;
 		pause_ms(10);
 	}
-	fail_msg("init never listened at %s (exe %s)", where, link);
+	fail_msg("init never listened at %s (exe %s)", where != NULL ? where : "-", link);
 }
 
 static int box_down(void **state)
@@ -189,6 +190,24 @@ static void probe(struct sbx_session *s, const char *path, enum sbx_kind want)
 	if (sbx_kind(s, path, &k, &e) != 0)
 		fail_msg("kind %s: %s", path, e.msg);
 	assert_int_equal(k, want);
+}
+
+/* One session taken, a probe answered, closed. */
+static void one_session(void)
+{
+	struct sbx_session *s = take();
+	probe(s, "/agent", SBX_KIND_FILE);
+	sbx_session_close(s);
+}
+
+/* The permission bits of name in the box (the test fails when it is not there). */
+static unsigned mode_in_box(const char *name)
+{
+	char p[PATH_MAX];
+	struct stat st;
+	in_box(name, p, sizeof p);
+	assert_int_equal(stat(p, &st), 0);
+	return st.st_mode & 07777;
 }
 
 /* The pids of init's children, as a count. */
@@ -237,11 +256,7 @@ static void sessions_taken(void **state)
 	for (int i = 0; i < 200 && (left = children()) != 0; i++)
 		pause_ms(10);
 	assert_int_equal(left, 0);
-	char mode[PATH_MAX];
-	in_box("/.sbx-serve", mode, sizeof mode);
-	struct stat st;
-	assert_int_equal(stat(mode, &st), 0);
-	assert_int_equal(st.st_mode & 07777, 0700);
+	assert_int_equal(mode_in_box("/.sbx-serve"), 0700);
 }
 
 /* Connects to the box's socket; exit 0: closed unanswered, 1: it said something or nothing
@@ -282,8 +297,9 @@ static void knock_nested(int unused)
 	_exit(in_child(knock, 0));
 }
 
-/* From inside the box's pid namespace (nested: from a pid namespace below it). */
-__attribute__((noreturn)) static void inside_peer(int nested)
+/* This process moves into the box: its pid namespace for the children it makes, its root.
+ * Exits 3 when it cannot. */
+static void enter_box(void)
 {
 	char p[64];
 	snprintf(p, sizeof p, "/proc/%d/ns/pid", (int)g_box.init);
@@ -291,6 +307,13 @@ __attribute__((noreturn)) static void inside_peer(int nested)
 	snprintf(p, sizeof p, "/proc/%d/root", (int)g_box.init);
 	if (ns < 0 || setns(ns, CLONE_NEWPID) != 0 || chroot(p) != 0 || chdir("/") != 0)
 		_exit(3);
+	close(ns);
+}
+
+/* From inside the box's pid namespace (nested: from a pid namespace below it). */
+__attribute__((noreturn)) static void inside_peer(int nested)
+{
+	enter_box();
 	_exit(in_child(nested ? knock_nested : knock, 0));
 }
 
@@ -306,9 +329,7 @@ static void inside_peers_refused(void **state)
 	assert_int_equal(run_inside(0), 0);
 	assert_int_equal(run_inside(1), 0);
 	assert_int_equal(children(), 0); /* no serve process was made for them */
-	struct sbx_session *s = take();  /* init still takes the host */
-	probe(s, "/agent", SBX_KIND_FILE);
-	sbx_session_close(s);
+	one_session();                   /* init still takes the host */
 }
 
 static void decoy_refused(void **state)
@@ -321,12 +342,7 @@ static void decoy_refused(void **state)
 	if (c == 0) {
 		/* A root process of the box replaces the socket with its own listener. */
 		close(ready[0]);
-		char p[64];
-		snprintf(p, sizeof p, "/proc/%d/ns/pid", (int)g_box.init);
-		int ns = open(p, O_RDONLY | O_CLOEXEC);
-		snprintf(p, sizeof p, "/proc/%d/root", (int)g_box.init);
-		if (ns < 0 || setns(ns, CLONE_NEWPID) != 0 || chroot(p) != 0 || chdir("/") != 0)
-			_exit(3);
+		enter_box();
 		pid_t d = fork();
 		if (d == 0) {
 			struct sockaddr_un a = {.sun_family = AF_UNIX, .sun_path = "/.sbx-serve/s"};
@@ -367,9 +383,7 @@ static void planted_symlink(void **state)
 	(void)state;
 	/* Before init, /.sbx-serve is a symlink to /tmp/elsewhere (holding a file "s"). */
 	box_start(PLANT_SYMLINK, 0, "/tmp/.sbx-serve/s");
-	struct sbx_session *s = take();
-	probe(s, "/agent", SBX_KIND_FILE);
-	sbx_session_close(s);
+	one_session();
 	char p[PATH_MAX], buf[8] = "";
 	in_box("/tmp/elsewhere/s", p, sizeof p);
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
@@ -377,10 +391,7 @@ static void planted_symlink(void **state)
 	assert_int_equal(read(fd, buf, sizeof buf), 4);
 	close(fd);
 	assert_string_equal(buf, "keep");
-	struct stat st;
-	in_box("/tmp/elsewhere", p, sizeof p);
-	assert_int_equal(stat(p, &st), 0);
-	assert_int_equal(st.st_mode & 07777, 0755); /* never chmodded through the link */
+	assert_int_equal(mode_in_box("/tmp/elsewhere"), 0755); /* never chmodded through the link */
 }
 
 static void old_folder(void **state)
@@ -388,42 +399,15 @@ static void old_folder(void **state)
 	(void)state;
 	/* A restarted container: the folder is there (0755 here) with an old "s". */
 	box_start(PLANT_OLD_FOLDER, 0, "/.sbx-serve/s");
-	struct sbx_session *s = take();
-	probe(s, "/agent", SBX_KIND_FILE);
-	sbx_session_close(s);
-	char p[PATH_MAX];
-	in_box("/.sbx-serve", p, sizeof p);
-	struct stat st;
-	assert_int_equal(stat(p, &st), 0);
-	assert_int_equal(st.st_mode & 07777, 0700);
+	one_session();
+	assert_int_equal(mode_in_box("/.sbx-serve"), 0700);
 }
 
 static void not_root_offers_nothing(void **state)
 {
 	(void)state;
 	/* Waits for the exec only: there is no socket to wait for. */
-	char agent[PATH_MAX];
-	agent_path(agent, sizeof agent);
-	snprintf(g_box.root, sizeof g_box.root, "/tmp/sbx-resident-XXXXXX");
-	assert_non_null(mkdtemp(g_box.root));
-	int p[2];
-	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-	g_box.outer = fork();
-	if (g_box.outer == 0) {
-		close(p[0]);
-		outer(agent, g_box.root, PLANT_NONE, 65534, p[1]);
-	}
-	close(p[1]);
-	assert_int_equal(read(p[0], &g_box.init, sizeof g_box.init), (ssize_t)sizeof g_box.init);
-	close(p[0]);
-	char exe[64], link[PATH_MAX] = "";
-	snprintf(exe, sizeof exe, "/proc/%d/exe", (int)g_box.init);
-	for (int i = 0; i < 500 && strstr(link, "/agent") == NULL; i++) {
-		ssize_t n = readlink(exe, link, sizeof link - 1);
-		link[n > 0 ? n : 0] = '\0';
-		pause_ms(10);
-	}
-	assert_non_null(strstr(link, "/agent"));
+	box_start(PLANT_NONE, 65534, NULL);
 	pause_ms(300);
 	struct sbx_session *s = NULL;
 	struct sbx_err e;
