@@ -157,6 +157,8 @@ FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined
 # libarchive (built without sanitizer instrumentation by toolchain/build.sh).
 $(B)/fuzz/fuzz_unpack: FUZZ_EXTRA := archive/unpack.c archive/wbehind.c $(LIBARCHIVE_HOST)
 $(B)/fuzz/fuzz_unpack: archive/unpack.c archive/unpack.h
+$(B)/fuzz/fuzz_pack_hdr: FUZZ_EXTRA := archive/pack_hdr.c $(LIBARCHIVE_HOST)
+$(B)/fuzz/fuzz_pack_hdr: archive/pack_hdr.c archive/pack_hdr.h
 $(B)/fuzz/fuzz_boot: FUZZ_EXTRA := runner/boot_dialog.c
 $(B)/fuzz/fuzz_boot: runner/boot_dialog.c runner/boot.h
 

@@ -1,5 +1,6 @@
 /* The pack walk: directory fds all the way down (openat with O_NOFOLLOW, fstatat without
- * following), one libarchive pax writer whose output callback hashes and writes. A regular
+ * following), one stream buffer that hashes and writes, fed by libarchive's pax writer
+ * (unblocked) and, for plain members, by archive/pack_hdr.c's identical headers. A regular
  * file is opened, then checked to be the same inode the walk saw, so a file swapped for a
  * link between the look and the read is refused instead of followed. Files with holes give
  * libarchive their data map (SEEK_DATA/SEEK_HOLE) and travel as GNU sparse 1.0 members. */
@@ -17,6 +18,7 @@
 
 #include "exclude.h"
 #include "member.h"
+#include "pack_hdr.h"
 
 #define PACK_BUF 65536
 /* A file with more data regions than this is packed dense: the map itself would be large. */
@@ -31,20 +33,21 @@ struct pack {
 	struct sbx_sha256 sha;
 	int out_failed;
 	int out_errno;
-	char *buf;   /* file data */
-	char *zeros; /* PACK_BUF zero bytes: a hole fed to the writer, which stores none */
+	char *buf;         /* file data */
+	char *zeros;       /* PACK_BUF zero bytes: a hole fed to the writer, which stores none */
+	unsigned char *ob; /* PACK_BUF bytes of stream not yet hashed and written */
+	size_t on;
 	struct extent {
 		int64_t off, len;
 	} * ext; /* the data regions of the file being packed */
 	size_t next, cap;
 };
 
-static la_ssize_t out_write(struct archive *a, void *ctx, const void *p, size_t n)
+/* The stream so far, hashed and written to out_fd. */
+static int flush_out(struct pack *k)
 {
-	(void)a;
-	struct pack *k = ctx;
-	const char *b = p;
-	size_t left = n;
+	const unsigned char *b = k->ob;
+	size_t left = k->on;
 	while (left > 0) {
 		ssize_t w = write(k->o->out_fd, b, left);
 		if (w < 0) {
@@ -57,9 +60,48 @@ static la_ssize_t out_write(struct archive *a, void *ctx, const void *p, size_t 
 		b += w;
 		left -= (size_t)w;
 	}
-	sbx_sha256_update(&k->sha, p, n);
-	k->st->archive_bytes += n;
-	return (la_ssize_t)n;
+	sbx_sha256_update(&k->sha, k->ob, k->on);
+	k->st->archive_bytes += k->on;
+	k->on = 0;
+	return 0;
+}
+
+/* Every byte of the stream goes through here, in order: libarchive's (it writes unblocked)
+ * and the plain headers and data written without it. */
+static int emit(struct pack *k, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	while (n > 0) {
+		if (k->out_failed)
+			return -1;
+		size_t c = PACK_BUF - k->on < n ? PACK_BUF - k->on : n;
+		memcpy(k->ob + k->on, b, c);
+		k->on += c;
+		b += c;
+		n -= c;
+		if (k->on == PACK_BUF && flush_out(k) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static la_ssize_t out_write(struct archive *a, void *ctx, const void *p, size_t n)
+{
+	(void)a;
+	return emit(ctx, p, n) == 0 ? (la_ssize_t)n : -1;
+}
+
+/* A member's headers without libarchive when it is plain (archive/pack_hdr.h): 1 when
+ * written, 0 when libarchive is to write them, -1 when the stream failed. */
+static int plain_header(struct pack *k, const char *name, const char *target, const struct stat *sb)
+{
+	if (k->o->libarchive_only)
+		return 0;
+	unsigned char h[SBX_PACK_HDR_MAX];
+	size_t n = sbx_pack_hdr(name, target, sb, h);
+	if (n == 0)
+		return 0;
+	return emit(k, h, n) == 0 ? 1 : -1;
 }
 
 static int arch_err(struct pack *k, const char *what, const char *name)
@@ -205,7 +247,7 @@ static int feed_hole(struct pack *k, int64_t n, const char *name)
 
 /* Copies len bytes at off; exactly those: a file that shrinks meanwhile is refused rather than
  * packed inconsistently. */
-static int copy_data(struct pack *k, int fd, int64_t off, int64_t len, const char *name)
+static int copy_data(struct pack *k, int fd, int64_t off, int64_t len, int raw, const char *name)
 {
 	while (len > 0) {
 		ssize_t n = pread(fd, k->buf, len < PACK_BUF ? (size_t)len : PACK_BUF, (off_t)off);
@@ -214,7 +256,8 @@ static int copy_data(struct pack *k, int fd, int64_t off, int64_t len, const cha
 		if (n <= 0)
 			return sbx_err_set(k->e, SBX_ETRANSFER, n < 0 ? errno : 0,
 			                   "%s shrank while it was packed", name);
-		if (archive_write_data(k->a, k->buf, (size_t)n) != n)
+		if (raw ? emit(k, k->buf, (size_t)n) != 0
+		        : archive_write_data(k->a, k->buf, (size_t)n) != n)
 			return arch_err(k, "data of", name);
 		off += n;
 		len -= n;
@@ -223,15 +266,19 @@ static int copy_data(struct pack *k, int fd, int64_t off, int64_t len, const cha
 	return 0;
 }
 
+/* A regular file (sb: its lstat). A plain one (one link, no holes) goes out with its headers
+ * and data written here; any other through libarchive (en). */
 static int put_file(struct pack *k, int dfd, const char *base, const char *name,
                     struct archive_entry *en, const struct stat *sb)
 {
 	struct archive_entry *spare = NULL;
 	if (sb->st_nlink > 1) {
+		fill(en, name, sb);
 		archive_entry_linkify(k->links, &en, &spare);
 		if (archive_entry_hardlink(en) != NULL) {
 			k->st->hardlinks++;
-			if (archive_write_header(k->a, en) != ARCHIVE_OK)
+			if (archive_write_header(k->a, en) != ARCHIVE_OK ||
+			    archive_write_finish_entry(k->a) != ARCHIVE_OK)
 				return arch_err(k, "header of", name);
 			return 0;
 		}
@@ -249,17 +296,36 @@ static int put_file(struct pack *k, int dfd, const char *base, const char *name,
 		return sbx_err_set(k->e, SBX_ETRANSFER, 0, "%s changed while it was packed", name);
 	}
 	int sparse = data_map(k, fd, sb) > 0;
+	int rc = -1;
+	int plain = !sparse && sb->st_nlink == 1 ? plain_header(k, name, NULL, sb) : 0;
+	if (plain < 0) {
+		arch_err(k, "header of", name);
+		goto out;
+	}
+	if (plain) {
+		static const unsigned char pad[512];
+		if (copy_data(k, fd, 0, sb->st_size, 1, name) != 0 ||
+		    emit(k, pad, (size_t)(-sb->st_size & 511)) != 0) {
+			if (k->out_failed)
+				arch_err(k, "data of", name);
+			goto out;
+		}
+		k->st->files++;
+		rc = 0;
+		goto out;
+	}
+	if (sb->st_nlink == 1)
+		fill(en, name, sb);
 	for (size_t i = 0; sparse && i < k->next; i++)
 		archive_entry_sparse_add_entry(en, k->ext[i].off, k->ext[i].len);
 	if (sparse && k->next == 0) /* all hole: the map says so with one empty region */
 		archive_entry_sparse_add_entry(en, sb->st_size, 0);
-	int rc = -1;
 	if (archive_write_header(k->a, en) != ARCHIVE_OK) {
 		arch_err(k, "header of", name);
 		goto out;
 	}
 	if (!sparse) {
-		if (copy_data(k, fd, 0, sb->st_size, name) != 0)
+		if (copy_data(k, fd, 0, sb->st_size, 0, name) != 0)
 			goto out;
 	} else {
 		/* The writer takes the whole file, holes included, and stores only the data
@@ -271,10 +337,15 @@ static int put_file(struct pack *k, int dfd, const char *base, const char *name,
 		int64_t pos = 0;
 		for (size_t i = 0; i < k->next; i++) {
 			if (feed_hole(k, k->ext[i].off - pos, name) != 0 ||
-			    copy_data(k, fd, k->ext[i].off, k->ext[i].len, name) != 0)
+			    copy_data(k, fd, k->ext[i].off, k->ext[i].len, 0, name) != 0)
 				goto out;
 			pos = k->ext[i].off + k->ext[i].len;
 		}
+	}
+	/* Its padding out now: what follows may not come through libarchive. */
+	if (archive_write_finish_entry(k->a) != ARCHIVE_OK) {
+		arch_err(k, "data of", name);
+		goto out;
 	}
 	k->st->files++;
 	rc = 0;
@@ -296,7 +367,6 @@ static int put(struct pack *k, int dfd, const char *base, const char *name, int 
 	struct stat sb;
 	if (fstatat(dfd, base, &sb, AT_SYMLINK_NOFOLLOW) != 0)
 		return sbx_err_set(k->e, SBX_ETRANSFER, errno, "cannot stat %s", name);
-	fill(en, name, &sb);
 	if (S_ISREG(sb.st_mode))
 		return put_file(k, dfd, base, name, en, &sb);
 	if (S_ISLNK(sb.st_mode)) {
@@ -321,15 +391,24 @@ static int put(struct pack *k, int dfd, const char *base, const char *name, int 
 			return sbx_err_set(k->e, SBX_ETRANSFER, errno, "cannot read link %s", name);
 		}
 		t[n] = '\0';
-		archive_entry_set_symlink(en, t);
-		free(t);
 		k->st->symlinks++;
-		return archive_write_header(k->a, en) == ARCHIVE_OK
+		int plain = plain_header(k, name, t, &sb);
+		if (plain == 0) {
+			fill(en, name, &sb);
+			archive_entry_set_symlink(en, t);
+		}
+		free(t);
+		return plain > 0 || (plain == 0 && archive_write_header(k->a, en) == ARCHIVE_OK &&
+		                     archive_write_finish_entry(k->a) == ARCHIVE_OK)
 		               ? 0
 		               : arch_err(k, "header of", name);
 	}
 	if (S_ISDIR(sb.st_mode)) {
-		if (archive_write_header(k->a, en) != ARCHIVE_OK)
+		int plain = plain_header(k, name, NULL, &sb);
+		if (plain == 0)
+			fill(en, name, &sb);
+		if (plain < 0 || (plain == 0 && (archive_write_header(k->a, en) != ARCHIVE_OK ||
+		                                 archive_write_finish_entry(k->a) != ARCHIVE_OK)))
 			return arch_err(k, "header of", name);
 		k->st->dirs++;
 		int sub = openat(dfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -425,11 +504,13 @@ int sbx_pack(const struct sbx_pack_opts *o, struct sbx_pack_stats *st, struct sb
 	struct archive_entry *en = archive_entry_new();
 	k.buf = malloc(PACK_BUF);
 	k.zeros = calloc(1, PACK_BUF);
+	k.ob = malloc(PACK_BUF);
 	char *as = NULL;
 	int rc = -1;
 	if (o->as_name != NULL && check_as_name(o, &as, e) != 0)
 		goto out;
-	if (k.a == NULL || k.links == NULL || en == NULL || k.buf == NULL || k.zeros == NULL) {
+	if (k.a == NULL || k.links == NULL || en == NULL || k.buf == NULL || k.zeros == NULL ||
+	    k.ob == NULL) {
 		sbx_err_set(e, SBX_ETRANSFER, ENOMEM, "packing");
 		goto out;
 	}
@@ -438,7 +519,7 @@ int sbx_pack(const struct sbx_pack_opts *o, struct sbx_pack_stats *st, struct sb
 	 * libarchive has no iconv to translate them, and translating would change them). */
 	if (archive_write_set_format_pax(k.a) != ARCHIVE_OK ||
 	    archive_write_set_format_option(k.a, "pax", "hdrcharset", "BINARY") != ARCHIVE_OK ||
-	    archive_write_set_bytes_per_block(k.a, 65536) != ARCHIVE_OK ||
+	    archive_write_set_bytes_per_block(k.a, 0) != ARCHIVE_OK || /* emit() blocks */
 	    archive_write_set_bytes_in_last_block(k.a, 512) != ARCHIVE_OK ||
 	    archive_write_open2(k.a, &k, NULL, out_write, NULL, NULL) != ARCHIVE_OK) {
 		arch_err(&k, "opening", "the archive");
@@ -447,7 +528,7 @@ int sbx_pack(const struct sbx_pack_opts *o, struct sbx_pack_stats *st, struct sb
 	if (as != NULL ? put(&k, o->root_fd, o->names[0], as, 0, en) != 0
 	               : walk(&k, o->root_fd, "", 0, en) != 0)
 		goto out;
-	if (archive_write_close(k.a) != ARCHIVE_OK) {
+	if (archive_write_close(k.a) != ARCHIVE_OK || flush_out(&k) != 0) {
 		arch_err(&k, "closing", "the archive");
 		goto out;
 	}
@@ -462,7 +543,10 @@ out:
 		archive_entry_free(en);
 	if (k.links != NULL)
 		archive_entry_linkresolver_free(k.links);
+	/* After a failure libarchive's free still closes, through emit(): into the buffer, which
+	 * is then dropped unwritten. */
 	if (k.a != NULL)
 		archive_write_free(k.a);
+	free(k.ob);
 	return rc;
 }

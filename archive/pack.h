@@ -18,6 +18,7 @@ struct sbx_pack_opts {
 	const char *as_name;        /* NULL, or: names holds exactly one top-level entry (one path
 	                               component), stored under this member name instead of its own
 	                               (its contents, for a directory, under as_name/...) */
+	int libarchive_only;        /* tests: every header by libarchive (archive/pack_hdr.h) */
 };
 
 struct sbx_pack_stats {

@@ -1,0 +1,235 @@
+/* archive/pack_hdr.c and its use in archive/pack.c: which members are plain (written without
+ * libarchive) and which are left to libarchive, and a tree with every kind of member around
+ * every limit packed both ways (libarchive_only) gives the same bytes and the same counts.
+ * fuzz/fuzz_pack_hdr compares single headers with libarchive's at random. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "pack.h"
+#include "pack_hdr.h"
+
+static struct stat plain_file(void)
+{
+	struct stat st;
+	memset(&st, 0, sizeof st);
+	st.st_mode = S_IFREG | 0644;
+	st.st_size = 1024;
+	st.st_mtim.tv_sec = 1700000000;
+	st.st_mtim.tv_nsec = 123;
+	return st;
+}
+
+static void decisions(void **state)
+{
+	(void)state;
+	unsigned char h[SBX_PACK_HDR_MAX];
+	struct stat st = plain_file();
+	char n90[91], n91[92], b88[91];
+	memset(n90, 'a', 90), n90[90] = '\0';
+	memset(n91, 'a', 91), n91[91] = '\0';
+	memcpy(b88, "d/", 2), memset(b88 + 2, 'b', 88), b88[90] = '\0';
+	assert_int_equal(sbx_pack_hdr("d/f", NULL, &st, h), 1536);
+	assert_int_equal(sbx_pack_hdr(n90, NULL, &st, h), 0);     /* last component > 87 */
+	assert_int_equal(sbx_pack_hdr(b88, NULL, &st, h), 0);     /* the same under a folder */
+	assert_int_equal(sbx_pack_hdr(n91, NULL, &st, h), 0);     /* longer than 90 */
+	assert_int_equal(sbx_pack_hdr("x\x7f", NULL, &st, h), 0); /* not printable ASCII */
+	assert_int_equal(sbx_pack_hdr("caf\xc3\xa9", NULL, &st, h), 0);
+	assert_int_equal(sbx_pack_hdr("d/", NULL, &st, h), 0);
+	assert_int_equal(sbx_pack_hdr(".", NULL, &st, h), 0);
+	assert_int_equal(sbx_pack_hdr("d/.", NULL, &st, h), 0);
+	st.st_uid = (1u << 18) - 1;
+	assert_int_equal(sbx_pack_hdr("f", NULL, &st, h), 1536);
+	st.st_uid = 1u << 18;
+	assert_int_equal(sbx_pack_hdr("f", NULL, &st, h), 0);
+	st = plain_file();
+	st.st_gid = 1u << 18;
+	assert_int_equal(sbx_pack_hdr("f", NULL, &st, h), 0);
+	st = plain_file();
+	st.st_size = (off_t)1 << 33;
+	assert_int_equal(sbx_pack_hdr("f", NULL, &st, h), 0);
+	st = plain_file();
+	st.st_mtim.tv_sec = -1;
+	assert_int_equal(sbx_pack_hdr("f", NULL, &st, h), 0);
+	st.st_mtim.tv_sec = 0x7fffffff;
+	assert_int_equal(sbx_pack_hdr("f", NULL, &st, h), 0);
+	st.st_mtim.tv_sec = 0x7ffffffe;
+	st.st_mtim.tv_nsec = 0;
+	assert_int_equal(sbx_pack_hdr("f", NULL, &st, h), 1536);
+	/* Types: a folder and a symlink are plain, a FIFO or a symlink without target is not. */
+	st = plain_file();
+	st.st_mode = S_IFDIR | 01777;
+	assert_int_equal(sbx_pack_hdr("d", NULL, &st, h), 1536);
+	assert_memory_equal(h + 1024, "d/", 3); /* its ustar name ends in '/' */
+	st.st_mode = S_IFLNK | 0777;
+	assert_int_equal(sbx_pack_hdr("l", "target", &st, h), 1536);
+	assert_int_equal(sbx_pack_hdr("l", NULL, &st, h), 0);
+	char t101[102];
+	memset(t101, 't', 101), t101[101] = '\0';
+	assert_int_equal(sbx_pack_hdr("l", t101, &st, h), 0);
+	st.st_mode = S_IFIFO | 0644;
+	assert_int_equal(sbx_pack_hdr("p", NULL, &st, h), 0);
+}
+
+static char g_dir[64];
+
+static void mk(const char *rel, const char *data, mode_t mode)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof p, "%s/%s", g_dir, rel);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, strlen(data)), (ssize_t)strlen(data));
+	assert_int_equal(fchmod(fd, mode), 0);
+	close(fd);
+}
+
+static void at(const char *rel, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/%s", g_dir, rel);
+}
+
+static void times(const char *rel, time_t s, long ns)
+{
+	char p[PATH_MAX];
+	at(rel, p, sizeof p);
+	struct timespec ts[2] = {{s, ns}, {s, ns}};
+	assert_int_equal(utimensat(AT_FDCWD, p, ts, AT_SYMLINK_NOFOLLOW), 0);
+}
+
+/* Every kind of member, on both sides of every limit. */
+static void build_tree(void)
+{
+	char p[PATH_MAX], q[PATH_MAX], name[128];
+	snprintf(g_dir, sizeof g_dir, "/tmp/sbx-pack-hdr-XXXXXX");
+	assert_non_null(mkdtemp(g_dir));
+	for (int n = 85; n <= 101; n++) {
+		memset(name, 'a', (size_t)n), name[n] = '\0';
+		mk(name, "long name", 0644);
+		at("dd", p, sizeof p);
+		mkdir(p, 0755);
+		memcpy(name, "dd/", 3), memset(name + 3, 'b', (size_t)n - 3), name[n] = '\0';
+		mk(name, "under a folder", 0600);
+	}
+	mk("sp ace", "", 0644);
+	mk("caf\xc3\xa9", "utf-8", 0644);
+	mk("bad\xff", "not utf-8", 0644);
+	mk("del\x7f", "", 0644);
+	static char big[70000];
+	memset(big, 'z', sizeof big - 1);
+	mk("f70000", big, 0644);
+	mk("s4755", "set-uid", 04755);
+	mk("m0", "no mode", 0);
+	at("sticky", p, sizeof p);
+	assert_int_equal(mkdir(p, 0700), 0);
+	assert_int_equal(chmod(p, 01777), 0);
+	at("l100", p, sizeof p);
+	memset(name, 't', 100), name[100] = '\0';
+	assert_int_equal(symlink(name, p), 0);
+	at("l101", p, sizeof p);
+	memset(name, 't', 101), name[101] = '\0';
+	assert_int_equal(symlink(name, p), 0);
+	at("lshort", p, sizeof p);
+	assert_int_equal(symlink("sp ace", p), 0);
+	mk("h1", "hard", 0644);
+	at("h1", p, sizeof p);
+	at("h2", q, sizeof q);
+	assert_int_equal(link(p, q), 0);
+	at("sparse", p, sizeof p);
+	int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 8 << 20), 0);
+	assert_int_equal(pwrite(fd, "data", 4, 3 << 20), 4);
+	close(fd);
+	mk("t0", "", 0644);
+	times("t0", 0, 0);
+	mk("tneg", "", 0644);
+	times("tneg", -5, 0);
+	mk("thalf", "", 0644);
+	times("thalf", 2147483646, 500000000);
+	mk("tmax", "", 0644);
+	times("tmax", 2147483647, 0);
+	mk("tsec", "", 0644);
+	times("tsec", 1700000000, 0);
+	times("lshort", 1700000000, 42);
+	if (geteuid() == 0) {
+		mk("u262143", "", 0644);
+		at("u262143", p, sizeof p);
+		assert_int_equal(chown(p, 262143, 262143), 0);
+		mk("u262144", "", 0644);
+		at("u262144", p, sizeof p);
+		assert_int_equal(chown(p, 262144, 7), 0);
+	}
+}
+
+static int rm_tree(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+	return system(cmd);
+}
+
+/* The tree packed into a memfd; its bytes (malloc'd) and their count. */
+static unsigned char *pack_it(int libarchive_only, size_t *len, struct sbx_pack_stats *st)
+{
+	int root = open(g_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int out = memfd_create("pack", MFD_CLOEXEC);
+	assert_true(root >= 0 && out >= 0);
+	struct sbx_pack_opts o = {
+	        .root_fd = root, .out_fd = out, .libarchive_only = libarchive_only};
+	struct sbx_err e;
+	if (sbx_pack(&o, st, &e) != 0)
+		fail_msg("pack: %s", e.msg);
+	close(root);
+	off_t n = lseek(out, 0, SEEK_END);
+	unsigned char *b = malloc((size_t)n);
+	assert_non_null(b);
+	assert_int_equal(pread(out, b, (size_t)n, 0), n);
+	close(out);
+	*len = (size_t)n;
+	return b;
+}
+
+static void same_bytes_both_ways(void **state)
+{
+	(void)state;
+	build_tree();
+	size_t la, lb;
+	struct sbx_pack_stats sa, sb;
+	unsigned char *a = pack_it(1, &la, &sa);
+	unsigned char *b = pack_it(0, &lb, &sb);
+	assert_int_equal(rm_tree(), 0);
+	assert_int_equal(la, lb);
+	assert_memory_equal(a, b, la);
+	assert_memory_equal(sa.sha256, sb.sha256, sizeof sa.sha256);
+	assert_int_equal(sa.files, sb.files);
+	assert_int_equal(sa.dirs, sb.dirs);
+	assert_int_equal(sa.symlinks, sb.symlinks);
+	assert_int_equal(sa.hardlinks, sb.hardlinks);
+	assert_int_equal(sa.data_bytes, sb.data_bytes);
+	assert_int_equal(sa.archive_bytes, lb);
+	assert_true(sb.files > 40 && sb.symlinks == 3 && sb.hardlinks == 1);
+	free(a);
+	free(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(decisions),
+	        cmocka_unit_test(same_bytes_both_ways),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
