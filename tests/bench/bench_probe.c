@@ -1,26 +1,15 @@
 /* bench_probe RUNNER [N]: N `kind` probes of /tmp over one retained session through libsbx,
  * one request and its answer at a time (the session opened and HELLOed first, outside the
- * figure). Prints the channel the session uses ("exec" or "direct"), then "N mean_us p50_us
- * p99_us" on one line for tests/bench/runners.sh. Every answer must be "dir". */
+ * figure). Prints the channel the session uses ("exec", "direct" or "resident"), then
+ * "N mean_us p50_us p99_us" on one line for tests/bench/runners.sh. Every answer must be
+ * "dir". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "runner.h"
 #include "sbx.h"
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv)
 {

@@ -13,21 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_clock.h"
 #include "runner.h"
 #include "sbx.h"
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
 
 struct pct {
 	double p50, p99;

@@ -7,17 +7,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_clock.h"
 #include "digest.h"
 
 #define CHUNK (1u << 20)
 #define TOTAL (256u << 20)
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Hashes TOTAL bytes; returns MB/s (10^6 bytes per second), the best of three runs. */
 static double speed(const uint8_t *buf, uint8_t out[SBX_SHA256_LEN])
