@@ -9,6 +9,9 @@ export SBX_CACHE
 
 ARCHES := x86_64 aarch64 armv7 i386 riscv64 ppc64le s390x
 B := build
+# `make` alone builds everything (FORCE below would otherwise be the first target, the default).
+.DEFAULT_GOAL := all
+
 # build.sh runs every time: it is a no-op while its stamp holds the digest of the pins and the
 # toolchain scripts, and rewrites the stamp (so dependents rebuild) only when it rebuilt.
 FORCE:

@@ -55,6 +55,11 @@ checks() { # name, command...: a script that prints "  ok: ..." per check; each 
 	fi
 }
 
+echo "== build"
+# The README's first command is a bare `make`: it has to mean `make all`.
+one "make with no target builds everything (.DEFAULT_GOAL all)" sh -c \
+	"make -C '$top' -n -p 2>/dev/null | grep -qx '.DEFAULT_GOAL := all'"
+
 echo "== unit tests (cmocka)"
 export SBX_AGENT_DIR="$top/build/agent"
 cmocka() { # name, command...
