@@ -85,6 +85,15 @@ static int emit(struct pack *k, const void *p, size_t n)
 	return 0;
 }
 
+/* Room for n (at most PACK_BUF) more bytes at the end of the buffer, written out first when
+ * short of it: the caller fills them in place and commits what it filled (k->on += used). */
+static unsigned char *room(struct pack *k, size_t n)
+{
+	if (k->out_failed || (PACK_BUF - k->on < n && flush_out(k) != 0))
+		return NULL;
+	return k->ob + k->on;
+}
+
 static la_ssize_t out_write(struct archive *a, void *ctx, const void *p, size_t n)
 {
 	(void)a;
@@ -97,11 +106,13 @@ static int plain_header(struct pack *k, const char *name, const char *target, co
 {
 	if (k->o->libarchive_only)
 		return 0;
-	unsigned char h[SBX_PACK_HDR_MAX];
+	/* Written in place; left uncommitted when the member is not plain after all. */
+	unsigned char *h = room(k, SBX_PACK_HDR_MAX);
+	if (h == NULL)
+		return -1;
 	size_t n = sbx_pack_hdr(name, target, sb, h);
-	if (n == 0)
-		return 0;
-	return emit(k, h, n) == 0 ? 1 : -1;
+	k->on += n;
+	return n > 0;
 }
 
 static int arch_err(struct pack *k, const char *what, const char *name)
@@ -250,14 +261,21 @@ static int feed_hole(struct pack *k, int64_t n, const char *name)
 static int copy_data(struct pack *k, int fd, int64_t off, int64_t len, int raw, const char *name)
 {
 	while (len > 0) {
-		ssize_t n = pread(fd, k->buf, len < PACK_BUF ? (size_t)len : PACK_BUF, (off_t)off);
+		/* Raw data is read straight into the stream buffer (no copy), the rest into buf
+		 * for libarchive. */
+		unsigned char *to = raw ? room(k, 1) : (unsigned char *)k->buf;
+		if (to == NULL)
+			return arch_err(k, "data of", name);
+		size_t cap = raw ? PACK_BUF - k->on : PACK_BUF;
+		ssize_t n = pread(fd, to, (uint64_t)len < cap ? (size_t)len : cap, (off_t)off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return sbx_err_set(k->e, SBX_ETRANSFER, n < 0 ? errno : 0,
 			                   "%s shrank while it was packed", name);
-		if (raw ? emit(k, k->buf, (size_t)n) != 0
-		        : archive_write_data(k->a, k->buf, (size_t)n) != n)
+		if (raw)
+			k->on += (size_t)n;
+		else if (archive_write_data(k->a, k->buf, (size_t)n) != n)
 			return arch_err(k, "data of", name);
 		off += n;
 		len -= n;
@@ -303,13 +321,15 @@ static int put_file(struct pack *k, int dfd, const char *base, const char *name,
 		goto out;
 	}
 	if (plain) {
-		static const unsigned char pad[512];
-		if (copy_data(k, fd, 0, sb->st_size, 1, name) != 0 ||
-		    emit(k, pad, (size_t)(-sb->st_size & 511)) != 0) {
+		size_t pad = (size_t)(-sb->st_size & 511);
+		unsigned char *z = NULL;
+		if (copy_data(k, fd, 0, sb->st_size, 1, name) != 0 || (z = room(k, pad)) == NULL) {
 			if (k->out_failed)
 				arch_err(k, "data of", name);
 			goto out;
 		}
+		memset(z, 0, pad);
+		k->on += pad;
 		k->st->files++;
 		rc = 0;
 		goto out;

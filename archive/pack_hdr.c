@@ -3,7 +3,6 @@
 #include "pack_hdr.h"
 
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 
 /* ustar offsets */
@@ -66,17 +65,32 @@ static void ustar(unsigned char *h, const char *name, size_t nlen, const char *l
 	       "ustar\0"
 	       "00",
 	       8);
+	/* Nothing is set past the device fields: the rest of the block counts as zeros. */
 	unsigned sum = 0;
-	for (int i = 0; i < 512; i++)
+	for (int i = 0; i < H_DEVMINOR + 8; i++)
 		sum += h[i];
 	octal(h + H_SUM, 6, sum);
 	h[H_SUM + 6] = 0;
 }
 
-/* One pax record, "LEN key=value\n", where LEN counts the whole record. */
-static size_t record(unsigned char *out, const char *key, const char *value)
+/* v in decimal at p, no NUL; the count of digits. */
+static size_t decimal(unsigned char *p, uint64_t v)
 {
-	size_t body = 1 + strlen(key) + 1 + strlen(value) + 1; /* " key=value\n" */
+	unsigned char t[20];
+	size_t n = 0;
+	do
+		t[n++] = (unsigned char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	for (size_t i = 0; i < n; i++)
+		p[i] = t[n - 1 - i];
+	return n;
+}
+
+/* One pax record, "LEN key=value\n", where LEN counts the whole record. */
+static size_t record(unsigned char *out, const char *key, size_t klen, const unsigned char *value,
+                     size_t vlen)
+{
+	size_t body = 1 + klen + 1 + vlen + 1; /* " key=value\n" */
 	size_t digits = 1;
 	for (size_t t = body; t >= 10; t /= 10)
 		digits++;
@@ -85,7 +99,15 @@ static size_t record(unsigned char *out, const char *key, const char *value)
 		next_ten *= 10;
 	if (body + digits >= next_ten)
 		digits++;
-	return (size_t)sprintf((char *)out, "%zu %s=%s\n", body + digits, key, value);
+	unsigned char *p = out + decimal(out, body + digits);
+	*p++ = ' ';
+	memcpy(p, key, klen);
+	p += klen;
+	*p++ = '=';
+	memcpy(p, value, vlen);
+	p += vlen;
+	*p++ = '\n';
+	return (size_t)(p - out);
 }
 
 size_t sbx_pack_hdr(const char *name, const char *target, const struct stat *st,
@@ -112,19 +134,25 @@ size_t sbx_pack_hdr(const char *name, const char *target, const struct stat *st,
 	    (nlen >= 2 && strcmp(name + nlen - 2, "/.") == 0) || llen > 100 ||
 	    !printable(target != NULL ? target : "", llen) || (uint64_t)st->st_uid >= (1u << 18) ||
 	    (uint64_t)st->st_gid >= (1u << 18) || size >= ((uint64_t)1 << 33) ||
-	    st->st_mtim.tv_sec < 0 || st->st_mtim.tv_sec >= 0x7fffffff)
+	    st->st_mtim.tv_sec < 0 || st->st_mtim.tv_sec >= 0x7fffffff || st->st_mtim.tv_nsec < 0 ||
+	    st->st_mtim.tv_nsec >= 1000000000)
 		return 0;
 
 	/* The records: always hdrcharset, mtime only with nanoseconds. */
 	unsigned char *rec = out + 512;
-	size_t rlen = record(rec, "hdrcharset", "BINARY");
+	size_t rlen = record(rec, "hdrcharset", 10, (const unsigned char *)"BINARY", 6);
 	long ns = st->st_mtim.tv_nsec;
 	if (ns != 0) {
-		char t[40];
-		int n = snprintf(t, sizeof t, "%lld.%09ld", (long long)st->st_mtim.tv_sec, ns);
-		while (n > 0 && t[n - 1] == '0')
-			t[--n] = '\0';
-		rlen += record(rec + rlen, "mtime", t);
+		/* "S.F": the nanoseconds as nine digits, trailing zeros dropped. */
+		unsigned char t[32];
+		size_t n = decimal(t, (uint64_t)st->st_mtim.tv_sec);
+		t[n++] = '.';
+		for (int i = 8; i >= 0; i--, ns /= 10)
+			t[n + (size_t)i] = (unsigned char)('0' + ns % 10);
+		n += 9;
+		while (t[n - 1] == '0')
+			n--;
+		rlen += record(rec + rlen, "mtime", 5, t, n);
 	}
 	size_t padded = (rlen + 511) & ~(size_t)511;
 	memset(rec + rlen, 0, padded - rlen);
@@ -132,9 +160,11 @@ size_t sbx_pack_hdr(const char *name, const char *target, const struct stat *st,
 	/* The 'x' header: named DIR/PaxHeader/BASE, the member's permissions without set-id and
 	 * sticky bits, its ids, mtime in seconds. */
 	char xname[NAME_MAX_PLAIN + 16];
-	int xl = snprintf(xname, sizeof xname, "%.*sPaxHeader/%s", (int)dlen, name, name + dlen);
+	memcpy(xname, name, dlen);
+	memcpy(xname + dlen, "PaxHeader/", 10);
+	memcpy(xname + dlen + 10, name + dlen, nlen - dlen);
 	unsigned perm = (unsigned)st->st_mode & 0777;
-	ustar(out, xname, (size_t)xl, NULL, 0, perm, st->st_uid, st->st_gid, rlen,
+	ustar(out, xname, nlen + 10, NULL, 0, perm, st->st_uid, st->st_gid, rlen,
 	      (uint64_t)st->st_mtim.tv_sec, 'x');
 
 	/* The member's own header: a folder's name ends in '/'. */

@@ -1,6 +1,7 @@
 /* archive/pack_hdr.c and its use in archive/pack.c: which members are plain (written without
  * libarchive) and which are left to libarchive, and a tree with every kind of member around
- * every limit packed both ways (libarchive_only) gives the same bytes and the same counts.
+ * every limit packed both ways (libarchive_only) gives the same bytes and the same counts, and
+ * so does a tree whose members fall on every kind of seam of the pack's stream buffer.
  * fuzz/fuzz_pack_hdr compares single headers with libarchive's at random. */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "digest.h"
 #include "pack.h"
 #include "pack_hdr.h"
 
@@ -225,11 +227,53 @@ static void same_bytes_both_ways(void **state)
 	free(b);
 }
 
+/* Headers and data are written straight into the pack's 64 KiB stream buffer: members of
+ * stepping sizes, every third one with a name too long to be plain (its header attempt is
+ * written into the buffer, then left to libarchive), land at every distance from its end.
+ * Both ways give the same bytes, and the digest is that of the bytes. */
+static void buffer_seams(void **state)
+{
+	(void)state;
+	snprintf(g_dir, sizeof g_dir, "/tmp/sbx-pack-hdr-XXXXXX");
+	assert_non_null(mkdtemp(g_dir));
+	static unsigned char data[140000];
+	for (size_t i = 0; i < sizeof data; i++)
+		data[i] = (unsigned char)(i * 131 + 7);
+	for (int i = 0; i < 300; i++) {
+		char name[128], p[PATH_MAX];
+		int n = snprintf(name, sizeof name, "%04d", i);
+		if (i % 3 == 0)
+			memset(name + n, 'x', 95 - (size_t)n), name[95] = '\0';
+		at(name, p, sizeof p);
+		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		assert_true(fd >= 0);
+		size_t size = ((size_t)i * 7919u) % sizeof data;
+		assert_int_equal(write(fd, data, size), (ssize_t)size);
+		close(fd);
+	}
+	size_t la, lb;
+	struct sbx_pack_stats sa, sb;
+	unsigned char *a = pack_it(1, &la, &sa);
+	unsigned char *b = pack_it(0, &lb, &sb);
+	assert_int_equal(rm_tree(), 0);
+	assert_int_equal(la, lb);
+	assert_memory_equal(a, b, la);
+	uint8_t d[SBX_SHA256_LEN];
+	sbx_sha256(b, lb, d);
+	assert_memory_equal(d, sb.sha256, sizeof d);
+	assert_memory_equal(sa.sha256, sb.sha256, sizeof d);
+	assert_int_equal(sb.files, 300);
+	assert_int_equal(sb.archive_bytes, lb);
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(decisions),
 	        cmocka_unit_test(same_bytes_both_ways),
+	        cmocka_unit_test(buffer_seams),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
