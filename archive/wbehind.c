@@ -1,5 +1,6 @@
 /* Write-behind (archive/wbehind.h): SLOTS slots of SLOT bytes, filled in turn by the caller
- * and written in the same turn by the thread. */
+ * and taken in the same turn by up to WRITERS threads; a slot is free again once every slot
+ * before it is written too. */
 #include "wbehind.h"
 
 #include <errno.h>
@@ -11,21 +12,28 @@
 
 #define SLOT (256 * 1024)
 #define SLOTS 16
+/* Writing into fresh pages (tmpfs, the page cache) costs about as much as the rest of an
+ * unpack together; two threads fault them in side by side (measured: one 1 GiB dd into
+ * /dev/shm 0.44-0.90 s, two of 512 MiB at once 0.22-0.28 s). */
+#define WRITERS 2
 
 struct slot {
 	int fd;
 	off_t at;
 	size_t len;
+	int done;
 };
 
 struct sbx_wb {
-	pthread_t thread;
+	pthread_t thread[WRITERS];
+	int threads;
 	pthread_mutex_t mu;
-	pthread_cond_t more, room; /* the thread waits for more; the caller for room */
+	pthread_cond_t more, room; /* the threads wait for more; the caller for room */
 	struct slot slot[SLOTS];
 	unsigned char *data; /* SLOTS * SLOT bytes */
-	uint64_t head, tail; /* slots filled so far, slots written so far */
-	int err;             /* errno of the first failed write since the last drain */
+	/* slots filled so far; taken by a thread so far; written, with all before them */
+	uint64_t head, taken, tail;
+	int err; /* errno of the first failed write since the last drain */
 	int stop;
 };
 
@@ -50,25 +58,37 @@ static void *run(void *arg)
 	struct sbx_wb *w = arg;
 	pthread_mutex_lock(&w->mu);
 	for (;;) {
-		while (w->tail == w->head && !w->stop)
+		while (w->taken == w->head && !w->stop)
 			pthread_cond_wait(&w->more, &w->mu);
-		if (w->tail == w->head)
+		if (w->taken == w->head)
 			break;
-		struct slot s = w->slot[w->tail % SLOTS];
+		unsigned i = (unsigned)(w->taken++ % SLOTS);
+		struct slot s = w->slot[i];
 		int failed = w->err != 0;
 		pthread_mutex_unlock(&w->mu);
 		/* After a failure the rest is dropped: the caller reports the first one. */
-		int err = failed ? 0
-		                 : sbx_pwrite_all(s.fd, w->data + (w->tail % SLOTS) * SLOT, s.len,
-		                                  s.at);
+		int err = failed ? 0 : sbx_pwrite_all(s.fd, w->data + (size_t)i * SLOT, s.len, s.at);
 		pthread_mutex_lock(&w->mu);
 		if (err != 0 && w->err == 0)
 			w->err = err;
-		w->tail++;
+		w->slot[i].done = 1;
+		while (w->tail < w->taken && w->slot[w->tail % SLOTS].done) {
+			w->slot[w->tail % SLOTS].done = 0;
+			w->tail++;
+		}
 		pthread_cond_signal(&w->room);
 	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
+}
+
+static void destroy(struct sbx_wb *w)
+{
+	pthread_cond_destroy(&w->more);
+	pthread_cond_destroy(&w->room);
+	pthread_mutex_destroy(&w->mu);
+	free(w->data);
+	free(w);
 }
 
 struct sbx_wb *sbx_wb_new(void)
@@ -84,12 +104,13 @@ struct sbx_wb *sbx_wb_new(void)
 	}
 	pthread_cond_init(&w->more, NULL);
 	pthread_cond_init(&w->room, NULL);
-	if (pthread_create(&w->thread, NULL, run, w) != 0) {
-		pthread_cond_destroy(&w->more);
-		pthread_cond_destroy(&w->room);
-		pthread_mutex_destroy(&w->mu);
-		free(w->data);
-		free(w);
+	/* One writer on a single CPU: a second would only take turns with it. */
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int want = cpus > 1 ? WRITERS : 1;
+	while (w->threads < want && pthread_create(&w->thread[w->threads], NULL, run, w) == 0)
+		w->threads++;
+	if (w->threads == 0) {
+		destroy(w);
 		return NULL;
 	}
 	return w;
@@ -110,7 +131,7 @@ int sbx_wb_write(struct sbx_wb *w, int fd, off_t at, const void *p, size_t n)
 		pthread_mutex_unlock(&w->mu);
 		memcpy(w->data + (size_t)i * SLOT, b, k);
 		pthread_mutex_lock(&w->mu);
-		w->slot[i] = (struct slot){fd, at, k};
+		w->slot[i] = (struct slot){fd, at, k, 0};
 		w->head++;
 		pthread_cond_signal(&w->more);
 		b += k;
@@ -147,12 +168,9 @@ void sbx_wb_free(struct sbx_wb *w)
 		return;
 	pthread_mutex_lock(&w->mu);
 	w->stop = 1;
-	pthread_cond_signal(&w->more);
+	pthread_cond_broadcast(&w->more);
 	pthread_mutex_unlock(&w->mu);
-	pthread_join(w->thread, NULL);
-	pthread_cond_destroy(&w->more);
-	pthread_cond_destroy(&w->room);
-	pthread_mutex_destroy(&w->mu);
-	free(w->data);
-	free(w);
+	for (int t = 0; t < w->threads; t++)
+		pthread_join(w->thread[t], NULL);
+	destroy(w);
 }

@@ -1,9 +1,10 @@
-/* Write-behind for the file data of large members (archive/unpack.c): a second thread does
+/* Write-behind for the file data of large members (archive/unpack.c): threads of its own do
  * the pwrite calls while the unpacking thread reads, hashes and parses the next bytes, so a
  * slow destination (tmpfs allocating fresh pages, a disk) overlaps with the stream instead of
- * adding to it. The data is copied into a ring of fixed slots; writes to one fd happen in the
- * order given. Nothing about a member is finished (mode, times, close) before sbx_wb_drain
- * has said its data is all written. */
+ * adding to it. The data is copied into a ring of fixed slots, taken in turn by two writer
+ * threads (one on a single CPU): writes queued between two drains may land in any order, so
+ * they must not overlap (an unpacked member's blocks never do). Nothing about a member is
+ * finished (mode, times, close) before sbx_wb_drain has said its data is all written. */
 #ifndef SBX_ARCHIVE_WBEHIND_H
 #define SBX_ARCHIVE_WBEHIND_H
 
