@@ -67,7 +67,8 @@ static void *run(void *arg)
 		int failed = w->err != 0;
 		pthread_mutex_unlock(&w->mu);
 		/* After a failure the rest is dropped: the caller reports the first one. */
-		int err = failed ? 0 : sbx_pwrite_all(s.fd, w->data + (size_t)i * SLOT, s.len, s.at);
+		int err =
+		        failed ? 0 : sbx_pwrite_all(s.fd, w->data + (size_t)i * SLOT, s.len, s.at);
 		pthread_mutex_lock(&w->mu);
 		if (err != 0 && w->err == 0)
 			w->err = err;
