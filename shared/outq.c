@@ -10,7 +10,8 @@
 struct sbx_outq_item {
 	struct sbx_outq_item *next;
 	enum sbx_lane lane;
-	size_t len, off, cap;
+	size_t len, off, cap; /* the bytes in data: the frame, or its head when spliced */
+	size_t slen, soff;    /* a spliced frame's payload bytes in the writer's pipe */
 	uint8_t data[];
 };
 
@@ -94,9 +95,9 @@ static void link_item(struct sbx_outq *q, struct sbx_outq_item *it)
 	else
 		*head = it;
 	*tail = it;
-	q->bytes += it->len;
+	q->bytes += it->len + it->slen;
 	if (it->lane == SBX_LANE_BULK)
-		q->bulk_bytes += it->len;
+		q->bulk_bytes += it->len + it->slen;
 }
 
 uint8_t *sbx_outq_reserve(struct sbx_outq *q, size_t prelen, size_t max)
@@ -122,7 +123,7 @@ int sbx_outq_commit(struct sbx_outq *q, enum sbx_lane lane, uint8_t type, uint8_
 	it->next = NULL;
 	it->lane = lane;
 	it->len = SBX_FRAME_HDR + q->reserved_pre + len;
-	it->off = 0;
+	it->off = it->slen = it->soff = 0;
 	sbx_frame_header(it->data, type, flags, stream, (uint32_t)(q->reserved_pre + len));
 	if (q->reserved_pre > 0)
 		memcpy(it->data + SBX_FRAME_HDR, pre, q->reserved_pre);
@@ -150,7 +151,7 @@ int sbx_outq_push(struct sbx_outq *q, enum sbx_lane lane, uint8_t type, uint8_t 
 	it->next = NULL;
 	it->lane = lane;
 	it->len = total;
-	it->off = 0;
+	it->off = it->slen = it->soff = 0;
 	sbx_frame_header(it->data, type, flags, stream, (uint32_t)(prelen + len));
 	if (prelen > 0)
 		memcpy(it->data + SBX_FRAME_HDR, pre, prelen);
@@ -160,25 +161,52 @@ int sbx_outq_push(struct sbx_outq *q, enum sbx_lane lane, uint8_t type, uint8_t 
 	return 0;
 }
 
+int sbx_outq_push_spliced(struct sbx_outq *q, enum sbx_lane lane, uint8_t type, uint8_t flags,
+                          uint32_t stream, const void *pre, size_t prelen, size_t n)
+{
+	if (n == 0 || prelen > SBX_FRAME_MAX_PAYLOAD || n > SBX_FRAME_MAX_PAYLOAD - prelen ||
+	    sbx_outq_push(q, lane, type, flags, stream, pre, prelen, NULL, 0) != 0)
+		return -1;
+	/* The frame as queued, its header then made to announce the payload to come. */
+	struct sbx_outq_item *it = lane == SBX_LANE_CTRL ? q->ctrl_tail : q->bulk_tail;
+	sbx_frame_header(it->data, type, flags, stream, (uint32_t)(prelen + n));
+	it->slen = n;
+	q->bytes += n;
+	if (lane == SBX_LANE_BULK)
+		q->bulk_bytes += n;
+	return 0;
+}
+
 int sbx_outq_iov(const struct sbx_outq *q, struct iovec *iov, int max)
 {
 	int n = 0;
-	if (q->cur != NULL && n < max) {
+	if (q->cur != NULL) {
+		if (q->cur->off == q->cur->len)
+			return 0; /* its spliced payload comes first */
 		iov[n].iov_base = q->cur->data + q->cur->off;
 		iov[n].iov_len = q->cur->len - q->cur->off;
 		n++;
+		if (q->cur->slen > 0)
+			return n;
 	}
-	for (const struct sbx_outq_item *it = q->ctrl_head; it != NULL && n < max; it = it->next) {
-		iov[n].iov_base = (void *)it->data;
-		iov[n].iov_len = it->len;
-		n++;
-	}
-	for (const struct sbx_outq_item *it = q->bulk_head; it != NULL && n < max; it = it->next) {
-		iov[n].iov_base = (void *)it->data;
-		iov[n].iov_len = it->len;
-		n++;
-	}
+	/* Up to and including the head of the first spliced frame: its payload follows it. */
+	for (int lane = 0; lane < 2; lane++)
+		for (const struct sbx_outq_item *it = lane == 0 ? q->ctrl_head : q->bulk_head;
+		     it != NULL && n < max; it = it->next) {
+			iov[n].iov_base = (void *)it->data;
+			iov[n].iov_len = it->len;
+			n++;
+			if (it->slen > 0)
+				return n;
+		}
 	return n;
+}
+
+size_t sbx_outq_splice_due(const struct sbx_outq *q)
+{
+	if (q->cur == NULL || q->cur->off < q->cur->len)
+		return 0;
+	return q->cur->slen - q->cur->soff;
 }
 
 /* Takes the next item in writing order off its lane. */
@@ -196,6 +224,17 @@ static struct sbx_outq_item *pop_next(struct sbx_outq *q)
 	return it;
 }
 
+static void count_out(struct sbx_outq *q, size_t k)
+{
+	q->bytes -= k;
+	if (q->cur->lane == SBX_LANE_BULK)
+		q->bulk_bytes -= k;
+	if (q->cur->off == q->cur->len && q->cur->soff == q->cur->slen) {
+		item_done(q, q->cur);
+		q->cur = NULL;
+	}
+}
+
 void sbx_outq_advance(struct sbx_outq *q, size_t n)
 {
 	while (n > 0) {
@@ -205,15 +244,21 @@ void sbx_outq_advance(struct sbx_outq *q, size_t n)
 				return;
 		}
 		size_t left = q->cur->len - q->cur->off;
+		if (left == 0)
+			return; /* a spliced payload is due: sbx_outq_spliced counts it */
 		size_t k = n < left ? n : left;
 		q->cur->off += k;
-		q->bytes -= k;
-		if (q->cur->lane == SBX_LANE_BULK)
-			q->bulk_bytes -= k;
 		n -= k;
-		if (q->cur->off == q->cur->len) {
-			item_done(q, q->cur);
-			q->cur = NULL;
-		}
+		count_out(q, k);
 	}
+}
+
+void sbx_outq_spliced(struct sbx_outq *q, size_t n)
+{
+	size_t due = sbx_outq_splice_due(q);
+	if (n == 0 || due == 0)
+		return;
+	size_t k = n < due ? n : due;
+	q->cur->soff += k;
+	count_out(q, k);
 }

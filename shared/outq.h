@@ -46,11 +46,24 @@ int sbx_outq_commit(struct sbx_outq *q, enum sbx_lane lane, uint8_t type, uint8_
                     uint32_t stream, const void *pre, size_t len);
 void sbx_outq_unreserve(struct sbx_outq *q);
 
-/* Fills up to max iovecs with what to write next; returns how many. */
+/* A frame whose payload is pre then n > 0 bytes the writer holds in a pipe of its own (the
+ * agent moves a program's output there with splice, so it is never copied through memory):
+ * the queue writes the frame's head, then says (sbx_outq_splice_due) that n bytes are to be
+ * moved from that pipe before anything else. The pipe holds the payloads of all such frames
+ * in the order they were queued. */
+int sbx_outq_push_spliced(struct sbx_outq *q, enum sbx_lane lane, uint8_t type, uint8_t flags,
+                          uint32_t stream, const void *pre, size_t prelen, size_t n);
+
+/* Fills up to max iovecs with what to write next; returns how many. They end with the head of
+ * a spliced frame, if one comes; 0 when its payload is due. */
 int sbx_outq_iov(const struct sbx_outq *q, struct iovec *iov, int max);
 
 /* n bytes of what sbx_outq_iov described were written. */
 void sbx_outq_advance(struct sbx_outq *q, size_t n);
+
+/* The bytes of a spliced payload to move now (0: none due); n of them were moved. */
+size_t sbx_outq_splice_due(const struct sbx_outq *q);
+void sbx_outq_spliced(struct sbx_outq *q, size_t n);
 
 static inline int sbx_outq_empty(const struct sbx_outq *q)
 {
