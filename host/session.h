@@ -47,6 +47,11 @@ struct sbx_session {
 	uint8_t *decbuf;
 	uint8_t *rbuf; /* SBX_SESSION_RBUF bytes: what one read of the channel takes */
 	struct sbx_outq out;
+	/* Spliced DATA payloads (outq.h): a stream's stdin pipe moved into this pipe and on to
+	 * to_fd without a copy, when to_fd is a pipe or a socket. -1 until first needed (and
+	 * when it cannot be had); stage_tried: asked once. */
+	int stage[2], stage_tried;
+	size_t staged, stage_limit;
 	struct sbx_hello hello;
 	int have_hello;
 	struct sbx_stream *streams;
