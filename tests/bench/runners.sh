@@ -220,7 +220,7 @@ sbx_down() { P "$base" download-dir "$1" "$2"; }
 exec_up() { SBX_RESIDENT=0 P "$base" upload-dir "$1" "$2"; }
 exec_down() { SBX_RESIDENT=0 P "$base" download-dir "$1" "$2"; }
 echo "  transfers into/out of a podman BusyBox container sbx made, median of $runs (ratio = tar pipe s / sbx s; target >= 1.5); each sbx figure is one CLI run, session included (the resident agent; the exec way below it: SBX_RESIDENT=0):"
-printf '  %-22s %9s %9s %7s %9s %9s %7s\n' set "tar up" "sbx up" ratio "tar down" "sbx down" ratio
+printf '  %-22s %9s %9s %7s %9s %9s %7s  %s\n' set "tar up" "sbx up" ratio "tar down" "sbx down" ratio "(target >= 1.5)"
 for set in big small; do
 	want=$(host_sum "$hd/$set")
 	P "$base" upload-dir "$hd/$set" "/x/src/$set" >/dev/null # the download source (and a warm-up)
@@ -251,11 +251,13 @@ for set in big small; do
 	podman exec "$base" rm -rf "/x/src/$set"
 	tu=$(medf "$w/t.tu") su=$(medf "$w/t.su") td=$(medf "$w/t.td") sd=$(medf "$w/t.sd")
 	name=$([ $set = big ] && echo "(a) 1 GiB in 8 files" || echo "(b) 50,000 x 1 KiB")
-	printf '  %-22s %8ss %8ss %6.2fx %8ss %8ss %6.2fx\n' "$name" "$tu" "$su" \
-		"$(awk -v a="$tu" -v b="$su" 'BEGIN{print a / b}')" "$td" "$sd" \
-		"$(awk -v a="$td" -v b="$sd" 'BEGIN{print a / b}')"
+	ru=$(awk -v a="$tu" -v b="$su" 'BEGIN{print a / b}')
+	rd=$(awk -v a="$td" -v b="$sd" 'BEGIN{print a / b}')
+	# The verdicts on the unrounded ratios (1.4993 prints as 1.50).
+	printf '  %-22s %8ss %8ss %6.3fx %8ss %8ss %6.3fx  (up %s, down %s)\n' "$name" "$tu" "$su" \
+		"$ru" "$td" "$sd" "$rd" "$(verdict "$ru" 1.5 ge)" "$(verdict "$rd" 1.5 ge)"
 	xu=$(medf "$w/t.xu") xd=$(medf "$w/t.xd")
-	printf '  %-22s %9s %8ss %6.2fx %9s %8ss %6.2fx\n' "  the exec way" "" "$xu" \
+	printf '  %-22s %9s %8ss %6.3fx %9s %8ss %6.3fx\n' "  the exec way" "" "$xu" \
 		"$(awk -v a="$tu" -v b="$xu" 'BEGIN{print a / b}')" "" "$xd" \
 		"$(awk -v a="$td" -v b="$xd" 'BEGIN{print a / b}')"
 	rm -rf "$hd/$set"
