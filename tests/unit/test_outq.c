@@ -16,24 +16,12 @@
 #include "outq.h"
 #include "proto.h"
 
+static size_t drain_spliced(struct sbx_outq *q, int stage, uint8_t *out, size_t cap, size_t step);
+
 /* Drains q through iovecs in pieces of at most step bytes into out; returns the count. */
 static size_t drain(struct sbx_outq *q, uint8_t *out, size_t cap, size_t step)
 {
-	size_t got = 0;
-	while (!sbx_outq_empty(q)) {
-		struct iovec iov[8];
-		int n = sbx_outq_iov(q, iov, 8);
-		size_t take = 0;
-		for (int i = 0; i < n && take < step; i++) {
-			size_t k = iov[i].iov_len < step - take ? iov[i].iov_len : step - take;
-			assert_true(got + k <= cap);
-			memcpy(out + got, iov[i].iov_base, k);
-			got += k;
-			take += k;
-		}
-		sbx_outq_advance(q, take);
-	}
-	return got;
+	return drain_spliced(q, -1, out, cap, step);
 }
 
 static void decode_all(const uint8_t *p, size_t n, struct sbx_frame *frames, uint8_t *copies,
@@ -113,14 +101,15 @@ static void commit_more_than_reserved_is_refused(void **state)
 	sbx_outq_free(&q);
 }
 
-/* Writes q as a writer with a staging pipe does: iovecs and moves from the pipe, each cut
- * at step bytes. */
+/* Writes q as a writer with a staging pipe (stage; -1: none) does: iovecs and moves from the
+ * pipe, each cut at step bytes. */
 static size_t drain_spliced(struct sbx_outq *q, int stage, uint8_t *out, size_t cap, size_t step)
 {
 	size_t got = 0;
 	while (!sbx_outq_empty(q)) {
 		size_t due = sbx_outq_splice_due(q);
 		if (due > 0) {
+			assert_true(stage >= 0);
 			size_t k = due < step ? due : step;
 			assert_true(got + k <= cap);
 			assert_int_equal(read(stage, out + got, k), (ssize_t)k);
