@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +25,7 @@
 #include "outq.h"
 #include "probe.h"
 #include "proto.h"
+#include "stage.h"
 #include "supctl.h"
 #include "xfer.h"
 
@@ -69,10 +69,7 @@ struct serve {
 	uint8_t *decbuf;
 	uint8_t *resp; /* response scratch, SBX_FRAME_MAX_PAYLOAD bytes */
 	struct sbx_outq out;
-	/* The payloads of spliced DATA frames (outq.h), moved from jobs' pipes without a copy
-	 * and on to out_fd the same way; -1 when out_fd cannot take a splice (a tty). */
-	int stage[2];
-	size_t staged, stage_limit;
+	struct sbx_stage stage; /* jobs' output on to out_fd without a copy (stage.h) */
 	struct job *jobs;
 	int njobs;
 	uint64_t host_window; /* credit the host grants per output channel */
@@ -514,60 +511,8 @@ static int read_input(struct serve *s)
 
 static void flush_output(struct serve *s)
 {
-	/* A bounded number of writes per call: the loop polls between them. */
-	for (int round = 0; round < 16; round++) {
-		size_t due = sbx_outq_splice_due(&s->out);
-		if (due > 0) {
-			ssize_t m = splice(s->stage[0], NULL, s->out_fd, NULL, due,
-			                   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-			if (m <= 0) {
-				if (m < 0 && (errno == EAGAIN || errno == EINTR))
-					return;
-				s->out_broken = 1; /* the payload promised cannot follow its head */
-				return;
-			}
-			s->staged -= (size_t)m;
-			sbx_outq_spliced(&s->out, (size_t)m);
-			if ((size_t)m < due)
-				return;
-			continue;
-		}
-		struct iovec iov[32];
-		int n = sbx_outq_iov(&s->out, iov, 32);
-		if (n == 0)
-			return;
-		ssize_t w = writev(s->out_fd, iov, n);
-		if (w < 0) {
-			if (errno != EAGAIN && errno != EINTR)
-				s->out_broken = 1;
-			return;
-		}
-		sbx_outq_advance(&s->out, (size_t)w);
-		size_t want = 0;
-		for (int i = 0; i < n; i++)
-			want += iov[i].iov_len;
-		if ((size_t)w < want)
-			return;
-	}
-}
-
-/* The staging pipe, when out_fd is a pipe or a socket (they take splice). Half of its room is
- * used, so a move into it never finds it full even with part-filled pages. */
-static void stage_open(struct serve *s)
-{
-	struct stat st;
-	s->stage[0] = s->stage[1] = -1;
-	if (fstat(s->out_fd, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) ||
-	    pipe2(s->stage, O_CLOEXEC | O_NONBLOCK) != 0)
-		return;
-	fcntl(s->stage[1], F_SETPIPE_SZ, 1 << 20);
-	int cap = fcntl(s->stage[1], F_GETPIPE_SZ);
-	if (cap < 2 * (int)SBX_DATA_CHUNK) {
-		close(s->stage[0]), close(s->stage[1]);
-		s->stage[0] = s->stage[1] = -1;
-		return;
-	}
-	s->stage_limit = (size_t)cap / 2;
+	if (sbx_stage_out(&s->stage, &s->out, s->out_fd) != 0)
+		s->out_broken = 1;
 }
 
 static void end_channel(struct serve *s, struct job *j, int chan)
@@ -589,27 +534,22 @@ static enum pump pump_out(struct serve *s, struct job *j, int chan)
 		return PUMP_BLOCKED;
 	/* Moved into the staging pipe when there is room (no copy at all), else read straight
 	 * into the frame that will carry the bytes. */
-	if (s->stage[0] >= 0 && s->staged + room <= s->stage_limit) {
-		ssize_t n = splice(fd, NULL, s->stage[1], NULL, (size_t)room,
-		                   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-		if (n > 0) {
-			j->tx[chan].avail += room - (uint64_t)n;
-			s->staged += (size_t)n;
-			/* The bytes are staged: their frame must follow, or the stream is lost. */
-			if (sbx_outq_push_spliced(&s->out, SBX_LANE_BULK, SBX_F_DATA, 0, j->stream,
-			                          &ch, 1, (size_t)n) != 0) {
-				fail(s, "out of memory queueing output");
-				return PUMP_BLOCKED;
-			}
-			return PUMP_DATA;
-		}
-		if (n == 0) {
-			j->tx[chan].avail += room;
-			end_channel(s, j, chan);
-			return PUMP_EOF;
-		}
-		/* Empty for now, or a pipe splice cannot take: the read below says which. */
+	ssize_t staged = sbx_stage_in(&s->stage, &s->out, fd, (size_t)room, j->stream, ch);
+	if (staged > 0) {
+		j->tx[chan].avail += room - (uint64_t)staged;
+		return PUMP_DATA;
 	}
+	if (staged == 0) {
+		j->tx[chan].avail += room;
+		end_channel(s, j, chan);
+		return PUMP_EOF;
+	}
+	if (staged == SBX_STAGE_LOST) {
+		j->tx[chan].avail += room;
+		fail(s, "out of memory queueing output");
+		return PUMP_BLOCKED;
+	}
+	/* Nothing there yet, no room in the stage, or a pipe splice cannot take: read below. */
 	uint8_t *buf = sbx_outq_reserve(&s->out, 1, (size_t)room);
 	if (buf == NULL) {
 		j->tx[chan].avail += room;
@@ -1025,7 +965,7 @@ int sbx_serve(int in_fd, int out_fd)
 	}
 	fcntl(in_fd, F_SETFL, fcntl(in_fd, F_GETFL) | O_NONBLOCK);
 	fcntl(out_fd, F_SETFL, fcntl(out_fd, F_GETFL) | O_NONBLOCK);
-	stage_open(&s);
+	sbx_stage_open(&s.stage, out_fd);
 
 	struct sbx_msgw w;
 	sbx_msgw_init(&w, s.resp, SBX_FRAME_MAX_PAYLOAD);
@@ -1055,8 +995,7 @@ int sbx_serve(int in_fd, int out_fd)
 		free(j);
 	}
 	sbx_outq_free(&s.out);
-	if (s.stage[0] >= 0)
-		close(s.stage[0]), close(s.stage[1]);
+	sbx_stage_close(&s.stage);
 	free(s.decbuf);
 	free(s.resp);
 	close(s.sig_fd);

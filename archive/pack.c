@@ -66,25 +66,6 @@ static int flush_out(struct pack *k)
 	return 0;
 }
 
-/* Every byte of the stream goes through here, in order: libarchive's (it writes unblocked)
- * and the plain headers and data written without it. */
-static int emit(struct pack *k, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	while (n > 0) {
-		if (k->out_failed)
-			return -1;
-		size_t c = PACK_BUF - k->on < n ? PACK_BUF - k->on : n;
-		memcpy(k->ob + k->on, b, c);
-		k->on += c;
-		b += c;
-		n -= c;
-		if (k->on == PACK_BUF && flush_out(k) != 0)
-			return -1;
-	}
-	return 0;
-}
-
 /* Room for n (at most PACK_BUF) more bytes at the end of the buffer, written out first when
  * short of it: the caller fills them in place and commits what it filled (k->on += used). */
 static unsigned char *room(struct pack *k, size_t n)
@@ -92,6 +73,24 @@ static unsigned char *room(struct pack *k, size_t n)
 	if (k->out_failed || (PACK_BUF - k->on < n && flush_out(k) != 0))
 		return NULL;
 	return k->ob + k->on;
+}
+
+/* Every byte of the stream goes through the buffer, in order: libarchive's (it writes
+ * unblocked) copied in here, the plain headers and data written in place (room). */
+static int emit(struct pack *k, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	while (n > 0) {
+		unsigned char *to = room(k, 1);
+		if (to == NULL)
+			return -1;
+		size_t c = PACK_BUF - k->on < n ? PACK_BUF - k->on : n;
+		memcpy(to, b, c);
+		k->on += c;
+		b += c;
+		n -= c;
+	}
+	return 0;
 }
 
 static la_ssize_t out_write(struct archive *a, void *ctx, const void *p, size_t n)

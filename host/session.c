@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -126,71 +125,34 @@ static void send_credit(struct sbx_session *s, uint32_t stream, int chan, uint64
  * application ignored SIGPIPE before opening the session (the sbx CLI does), the write goes
  * straight out; otherwise SIGPIPE is blocked around it and a pending one consumed, which
  * costs three system calls per write. */
-/* One write to the channel: the queue's next iovecs, or the spliced payload due. */
-static ssize_t chan_out(struct sbx_session *s, const struct iovec *iov, int n, size_t due)
-{
-	if (due > 0)
-		return splice(s->stage[0], NULL, s->to_fd, NULL, due,
-		              SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-	return writev(s->to_fd, iov, n);
-}
-
-/* The same with SIGPIPE held back (unless the application ignores it): a vanished agent is
- * an error value, and a SIGPIPE that was already pending stays pending. */
-static ssize_t chan_out_guarded(struct sbx_session *s, const struct iovec *iov, int n, size_t due)
-{
-	if (s->sigpipe_ignored)
-		return chan_out(s, iov, n, due);
-	sigset_t pipe_set, old, pending;
-	sigemptyset(&pipe_set);
-	sigaddset(&pipe_set, SIGPIPE);
-	sigpending(&pending);
-	int was_pending = sigismember(&pending, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-	ssize_t w = chan_out(s, iov, n, due);
-	int err = errno;
-	if (w < 0 && err == EPIPE && !was_pending) {
-		struct timespec zero = {0, 0};
-		sigtimedwait(&pipe_set, NULL, &zero);
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	errno = err;
-	return w;
-}
-
+/* What is queued, out to the channel; SIGPIPE held back (unless the application ignores it),
+ * so a vanished agent is an error value, and a SIGPIPE that was already pending stays so. */
 static int flush(struct sbx_session *s, struct sbx_err *e)
 {
-	/* A few writes while each goes through whole; the caller polls between rounds. */
-	for (int round = 0; round < 16; round++) {
-		struct iovec iov[32];
-		size_t due = sbx_outq_splice_due(&s->out);
-		int n = due > 0 ? 0 : sbx_outq_iov(&s->out, iov, 32);
-		if (n == 0 && due == 0)
-			return 0;
-		ssize_t w = chan_out_guarded(s, iov, n, due);
-		if (w < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				return 0;
-			return breaks(s, e, SBX_EUNAVAILABLE, errno,
-			              "cannot write to the channel%s",
-			              errno == EPIPE ? " (the agent is gone)" : "");
+	if (sbx_outq_empty(&s->out))
+		return 0;
+	int rc, err;
+	if (s->sigpipe_ignored) {
+		rc = sbx_stage_out(&s->stage, &s->out, s->to_fd);
+		err = errno;
+	} else {
+		sigset_t pipe_set, old, pending;
+		sigemptyset(&pipe_set);
+		sigaddset(&pipe_set, SIGPIPE);
+		sigpending(&pending);
+		int was_pending = sigismember(&pending, SIGPIPE);
+		pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+		rc = sbx_stage_out(&s->stage, &s->out, s->to_fd);
+		err = errno;
+		if (rc != 0 && err == EPIPE && !was_pending) {
+			struct timespec zero = {0, 0};
+			sigtimedwait(&pipe_set, NULL, &zero);
 		}
-		size_t want = due;
-		if (due > 0) {
-			if (w == 0)
-				return breaks(s, e, SBX_EUNAVAILABLE, 0,
-				              "cannot write to the channel%s",
-				              " (staging pipe empty)");
-			s->staged -= (size_t)w;
-			sbx_outq_spliced(&s->out, (size_t)w);
-		} else {
-			sbx_outq_advance(&s->out, (size_t)w);
-			for (int i = 0; i < n; i++)
-				want += iov[i].iov_len;
-		}
-		if ((size_t)w < want)
-			return 0;
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
+	if (rc != 0)
+		return breaks(s, e, SBX_EUNAVAILABLE, err, "cannot write to the channel%s",
+		              err == EPIPE ? " (the agent is gone)" : "");
 	return 0;
 }
 
@@ -481,30 +443,6 @@ static void feed_stdin(struct sbx_session *s)
 	}
 }
 
-/* The staging pipe, made the first time a stream's stdin is read, when to_fd takes a splice
- * (a pipe or a socket). Half its size is used, so a move into it never finds it full. */
-static int stage_ready(struct sbx_session *s)
-{
-	if (s->stage_tried)
-		return s->stage[0] >= 0;
-	s->stage_tried = 1;
-	struct stat st;
-	if (fstat(s->to_fd, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) ||
-	    pipe2(s->stage, O_CLOEXEC | O_NONBLOCK) != 0) {
-		s->stage[0] = s->stage[1] = -1;
-		return 0;
-	}
-	fcntl(s->stage[1], F_SETPIPE_SZ, 1 << 20);
-	int cap = fcntl(s->stage[1], F_GETPIPE_SZ);
-	if (cap < 2 * (int)SBX_DATA_CHUNK) {
-		close(s->stage[0]), close(s->stage[1]);
-		s->stage[0] = s->stage[1] = -1;
-		return 0;
-	}
-	s->stage_limit = (size_t)cap / 2;
-	return 1;
-}
-
 static void read_stdin_fd(struct sbx_session *s, struct sbx_stream *p)
 {
 	uint64_t room = sbx_credit_tx_take(&p->tx_in, SBX_DATA_CHUNK);
@@ -512,21 +450,22 @@ static void read_stdin_fd(struct sbx_session *s, struct sbx_stream *p)
 		return;
 	/* Moved into the staging pipe when it has room (no copy: an upload's archive, a file
 	 * given as stdin); else read below. */
-	if (stage_ready(s) && s->staged + room <= s->stage_limit) {
-		ssize_t n = splice(p->opts->stdin_fd, NULL, s->stage[1], NULL, (size_t)room,
-		                   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-		if (n > 0) {
-			p->tx_in.avail += room - (uint64_t)n;
-			s->staged += (size_t)n;
-			uint8_t ch = SBX_CH_STDIN;
-			/* The bytes are staged: their frame must follow, or the channel is lost. */
-			if (sbx_outq_push_spliced(&s->out, SBX_LANE_BULK, SBX_F_DATA, 0, p->id, &ch,
-			                          1, (size_t)n) != 0)
-				breaks(s, NULL, SBX_EUNAVAILABLE, ENOMEM, "queueing stdin%s", "");
-			return;
-		}
-		/* Nothing there yet, the end, or a source splice cannot take: read() says which. */
+	if (!s->stage_tried) {
+		s->stage_tried = 1;
+		sbx_stage_open(&s->stage, s->to_fd);
 	}
+	ssize_t staged = sbx_stage_in(&s->stage, &s->out, p->opts->stdin_fd, (size_t)room, p->id,
+	                              SBX_CH_STDIN);
+	if (staged > 0) {
+		p->tx_in.avail += room - (uint64_t)staged;
+		return;
+	}
+	if (staged == SBX_STAGE_LOST) {
+		p->tx_in.avail += room;
+		breaks(s, NULL, SBX_EUNAVAILABLE, ENOMEM, "queueing stdin%s", "");
+		return;
+	}
+	/* Nothing there yet, the end, or a source splice cannot take: read() says which. */
 	/* Read straight into the frame that will carry the bytes. */
 	uint8_t *buf = sbx_outq_reserve(&s->out, 1, (size_t)room);
 	if (buf == NULL) {
@@ -664,7 +603,7 @@ static struct sbx_session *session_new(double timeout_s)
 		return NULL;
 	s->to_fd = s->from_fd = s->err_fd = -1;
 	s->life_in = s->life_out = -1;
-	s->stage[0] = s->stage[1] = -1;
+	s->stage.r = s->stage.w = -1;
 	s->next_id = 1;
 	s->timeout = timeout_s > 0 ? timeout_s : 30;
 	struct sigaction sa;
@@ -825,8 +764,7 @@ void sbx_session_close(struct sbx_session *s)
 		return;
 	if (s->to_fd >= 0)
 		close(s->to_fd);
-	if (s->stage[0] >= 0)
-		close(s->stage[0]), close(s->stage[1]);
+	sbx_stage_close(&s->stage);
 	if (s->life_in >= 0)
 		close(s->life_in);
 	if (s->life_out >= 0)

@@ -12,6 +12,7 @@
 #include "outq.h"
 #include "proto.h"
 #include "sbx.h"
+#include "stage.h"
 
 /* DETACHED: a request whose answer nobody waits for (an upload's COMMIT); freed on arrival. */
 enum { SBX_STREAM_REQ, SBX_STREAM_PING, SBX_STREAM_EXEC, SBX_STREAM_DETACHED };
@@ -47,11 +48,10 @@ struct sbx_session {
 	uint8_t *decbuf;
 	uint8_t *rbuf; /* SBX_SESSION_RBUF bytes: what one read of the channel takes */
 	struct sbx_outq out;
-	/* Spliced DATA payloads (outq.h): a stream's stdin pipe moved into this pipe and on to
-	 * to_fd without a copy, when to_fd is a pipe or a socket. -1 until first needed (and
-	 * when it cannot be had); stage_tried: asked once. */
-	int stage[2], stage_tried;
-	size_t staged, stage_limit;
+	/* A stream's stdin on to to_fd without a copy (stage.h), opened when first needed
+	 * (stage_tried: asked once). */
+	struct sbx_stage stage;
+	int stage_tried;
 	struct sbx_hello hello;
 	int have_hello;
 	struct sbx_stream *streams;

@@ -171,6 +171,7 @@ int sbx_outq_push_spliced(struct sbx_outq *q, enum sbx_lane lane, uint8_t type, 
 	struct sbx_outq_item *it = lane == SBX_LANE_CTRL ? q->ctrl_tail : q->bulk_tail;
 	sbx_frame_header(it->data, type, flags, stream, (uint32_t)(prelen + n));
 	it->slen = n;
+	q->spliced += n;
 	q->bytes += n;
 	if (lane == SBX_LANE_BULK)
 		q->bulk_bytes += n;
@@ -260,5 +261,6 @@ void sbx_outq_spliced(struct sbx_outq *q, size_t n)
 		return;
 	size_t k = n < due ? n : due;
 	q->cur->soff += k;
+	q->spliced -= k;
 	count_out(q, k);
 }

@@ -25,6 +25,7 @@ struct sbx_outq {
 	struct sbx_outq_item *bulk_head, *bulk_tail;
 	size_t bytes;      /* everything queued */
 	size_t bulk_bytes; /* bulk lane only: callers stop producing bulk past a limit */
+	size_t spliced;    /* spliced payloads not yet moved: what the writer's pipe holds */
 };
 
 enum sbx_lane { SBX_LANE_CTRL, SBX_LANE_BULK };
