@@ -566,6 +566,88 @@ static int direct_wanted(const char *engine)
 	return getenv("DOCKER_HOST") == NULL && getenv("DOCKER_CONTEXT") == NULL;
 }
 
+/* The image of a root filesystem tarball, imported once per content: its reference is
+ * sbx-BASENAME:HEX (the first 16 hex digits of the tarball's SHA-256), so a second create
+ * from the same bytes finds it with one inspect instead of importing again; an import also
+ * points sbx-BASENAME (latest) at it and labels it sbx.tarball=SHA256. arch: filled from the
+ * image (found) or the build folder's .sbx-image (imported) when empty. */
+static int import_once(const char *engine, const char *tarball, char *arch, size_t acap, char *ref,
+                       size_t rcap, struct sbx_err *e)
+{
+	if (access(tarball, R_OK) != 0)
+		return sbx_err_set(e, SBX_EUSAGE, errno, "image tarball %s", tarball);
+	uint8_t sha[SBX_SHA256_LEN];
+	if (sbx_inject_sha256_file(tarball, sha, e) != 0)
+		return -1;
+	char hex[2 * SBX_SHA256_LEN + 1], repo[128], label[160];
+	for (int i = 0; i < SBX_SHA256_LEN; i++)
+		snprintf(hex + 2 * i, 3, "%02x", sha[i]);
+	const char *base = strrchr(tarball, '/');
+	base = base != NULL ? base + 1 : tarball;
+	if (snprintf(repo, sizeof repo, "sbx-%.*s", (int)(strlen(base) - 4), base) >=
+	            (int)sizeof repo ||
+	    snprintf(ref, rcap, "%s:%.16s", repo, hex) >= (int)rcap)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "image name too long");
+	struct words v;
+	struct sbx_proc_result r;
+	int ok;
+	if (w_engine(&v, engine, 0, e) != 0)
+		return -1;
+	w_add(&v, "image");
+	w_add(&v, "inspect");
+	w_add(&v, "--format");
+	w_add(&v, "{{.Architecture}}");
+	w_add(&v, ref);
+	if (run_engine(v.w, &r, &ok, e) != 0)
+		return -1;
+	if (ok) {
+		char line[64];
+		snprintf(line, sizeof line, "%s", r.output);
+		sbx_proc_result_free(&r);
+		trim(line);
+		const struct sbx_arch *a = arch_from_engine(line);
+		if (arch[0] == '\0' && a != NULL)
+			snprintf(arch, acap, "%s", a->name);
+		return 0;
+	}
+	sbx_proc_result_free(&r);
+	if (arch[0] == '\0')
+		sidecar_arch(tarball, arch, acap);
+	if (w_engine(&v, engine, 0, e) != 0)
+		return -1;
+	w_add(&v, "import");
+	const char *ga = arch[0] ? goarch_of(arch) : NULL;
+	char plat[48];
+	if (ga != NULL && strcmp(engine, "podman") == 0) {
+		w_add(&v, "--arch");
+		w_add(&v, ga);
+	} else if (ga != NULL) {
+		snprintf(plat, sizeof plat, "linux/%s", ga);
+		w_add(&v, "--platform");
+		w_add(&v, plat);
+	}
+	snprintf(label, sizeof label, "LABEL sbx.tarball=%s", hex);
+	w_add(&v, "--change");
+	w_add(&v, label);
+	w_add(&v, tarball);
+	w_add(&v, ref);
+	if (run_engine(v.w, &r, &ok, e) != 0)
+		return -1;
+	if (!ok)
+		return engine_fail(&r, "import", e);
+	sbx_proc_result_free(&r);
+	w_engine(&v, engine, 0, e);
+	w_add(&v, "tag");
+	w_add(&v, ref);
+	w_add(&v, repo);
+	if (run_engine(v.w, &r, &ok, e) != 0)
+		return -1;
+	if (!ok)
+		return engine_fail(&r, "tag", e);
+	sbx_proc_result_free(&r);
+	return 0;
+}
+
 int sbx_podman_create(const char *engine, const char *image, const char *name,
                       const struct sbx_podman_create_opts *o, char *name_out, size_t cap,
                       struct sbx_err *e)
@@ -597,35 +679,8 @@ int sbx_podman_create(const char *engine, const char *image, const char *name,
 		snprintf(arch, sizeof arch, "%s", a->name);
 	}
 	if (ilen > 4 && strcmp(image + ilen - 4, ".tar") == 0) {
-		if (access(image, R_OK) != 0)
-			return sbx_err_set(e, SBX_EUSAGE, errno, "image tarball %s", image);
-		const char *base = strrchr(image, '/');
-		base = base != NULL ? base + 1 : image;
-		if (snprintf(tag, sizeof tag, "sbx-%.*s", (int)(strlen(base) - 4), base) >=
-		    (int)sizeof tag)
-			return sbx_err_set(e, SBX_EUSAGE, 0, "image name too long");
-		if (arch[0] == '\0')
-			sidecar_arch(image, arch, sizeof arch);
-		if (w_engine(&v, engine, 0, e) != 0)
+		if (import_once(engine, image, arch, sizeof arch, tag, sizeof tag, e) != 0)
 			return -1;
-		w_add(&v, "import");
-		const char *ga = arch[0] ? goarch_of(arch) : NULL;
-		char plat[48];
-		if (ga != NULL && strcmp(engine, "podman") == 0) {
-			w_add(&v, "--arch");
-			w_add(&v, ga);
-		} else if (ga != NULL) {
-			snprintf(plat, sizeof plat, "linux/%s", ga);
-			w_add(&v, "--platform");
-			w_add(&v, plat);
-		}
-		w_add(&v, image);
-		w_add(&v, tag);
-		if (run_engine(v.w, &r, &ok, e) != 0)
-			return -1;
-		if (!ok)
-			return engine_fail(&r, "import", e);
-		sbx_proc_result_free(&r);
 		image = tag;
 	}
 	if (arch[0] == '\0' && image_arch(engine, image, arch, sizeof arch, e) != 0)

@@ -174,6 +174,32 @@ n=$p-wd
 "$sbx" sandbox rm "podman:$n" >/dev/null
 ok "a command started through the resident agent starts in the container's working folder (--workdir /etc), as through podman exec"
 
+# A tarball is imported once per content: a second create from the same bytes runs no import
+# (one image inspect finds sbx-BASE:SHA16); other bytes under the same basename are imported
+# as an image of their own, and sbx-BASE (latest) follows the newest import.
+C() { : >"$w/calls"; PATH="$w/bin:$PATH" "$sbx" sandbox create --runner podman "$@" >/dev/null; }
+tsha=$(sha256sum "$imgdir/busybox-x86_64.tar" | cut -d' ' -f1)
+C --image "$w/$p-busybox-x86_64.tar" --name "$p-again" || die "import once: create"
+! grep -qx import "$w/calls" && grep -qx image "$w/calls" || die "import once: same tarball: $(calls)"
+[ "$(podman inspect --format '{{.Config.Image}}' "$p-again")" = "localhost/sbx-$p-busybox-x86_64:${tsha:0:16}" ] ||
+	die "import once: image $(podman inspect --format '{{.Config.Image}}' "$p-again")"
+[ "$(podman image inspect --format '{{index .Labels "sbx.tarball"}}' "sbx-$p-busybox-x86_64:${tsha:0:16}")" = "$tsha" ] ||
+	die "import once: label"
+[ "$(S "$p-again" hello | tail -1)" = "channel resident" ] || die "import once: hello"
+mkdir -p "$w/v2"
+cp "$imgdir/busybox-x86_64.tar" "$w/v2/$p-busybox-x86_64.tar"
+mkdir -p "$w/v2x/etc" && echo two >"$w/v2x/etc/sbx-version" && tar -C "$w/v2x" -rf "$w/v2/$p-busybox-x86_64.tar" ./etc/sbx-version
+ln -s "$imgdir/busybox-x86_64" "$w/v2/$p-busybox-x86_64"
+vsha=$(sha256sum "$w/v2/$p-busybox-x86_64.tar" | cut -d' ' -f1)
+C --image "$w/v2/$p-busybox-x86_64.tar" --name "$p-v2" || die "import once: create v2"
+grep -qx import "$w/calls" || die "import once: other bytes not imported: $(calls)"
+[ "$(S "$p-v2" exec -- cat /etc/sbx-version)" = two ] && [ "$(S "$p-again" kind /etc/sbx-version)" = absent ] ||
+	die "import once: the two containers should hold their own tarball's files"
+[ "$(podman image inspect --format '{{.Id}}' "sbx-$p-busybox-x86_64")" = "$(podman image inspect --format '{{.Id}}' "sbx-$p-busybox-x86_64:${vsha:0:16}")" ] ||
+	die "import once: sbx-$p-busybox-x86_64 (latest) is not the newest import"
+"$sbx" sandbox rm "podman:$p-again" >/dev/null && "$sbx" sandbox rm "podman:$p-v2" >/dev/null
+ok "a tarball is imported once per content: a second create from the same bytes runs no import (sbx-BASE:SHA16 found, labelled sbx.tarball); other bytes under the same name get their own image, and sbx-BASE follows the newest"
+
 # ---- injection into containers sbx did not create (BusyBox, shell-less) ----
 bb=sbx-$p-busybox-x86_64
 n=$p-f1

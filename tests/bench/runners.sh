@@ -38,7 +38,7 @@ cleanup() {
 		for c in $(podman ps -a --format '{{.Names}}' | grep "^$p-" || true); do
 			podman rm -f -t 0 "$c" >/dev/null 2>&1 || true
 		done
-		for i in $(podman images --format '{{.Repository}}' | grep "/sbx-$p-" || true); do
+		for i in $(podman images --format '{{.Repository}}:{{.Tag}}' | grep "/sbx-$p-" || true); do
 			podman rmi -f "$i" >/dev/null 2>&1 || true
 		done
 	fi
