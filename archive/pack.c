@@ -20,7 +20,11 @@
 #include "member.h"
 #include "pack_hdr.h"
 
-#define PACK_BUF 65536
+/* The stream buffer: what is hashed and written at once. 256 KiB rather than 64 halves the
+ * wake-ups of the reader at the pipe's other end (the agent's relay: 12,600 context switches
+ * of the agent per 1 GiB download against 6,400); a download of 50,000 x 1 KiB files 0.615 s
+ * -> 0.547 s median, 1 GiB unchanged (docs/transfers.md). */
+#define PACK_BUF (256 * 1024)
 /* A file with more data regions than this is packed dense: the map itself would be large. */
 #define PACK_MAX_EXTENTS 65536
 

@@ -239,7 +239,7 @@ static void same_bytes_both_ways(void **state)
 	assert_true(sb.files > 40 && sb.symlinks == 3 && sb.hardlinks == 1);
 }
 
-/* Headers and data are written straight into the pack's 64 KiB stream buffer: members of
+/* Headers and data are written straight into the pack's 256 KiB stream buffer: members of
  * stepping sizes, every third one with a name too long to be plain (its header attempt is
  * written into the buffer, then left to libarchive), land at every distance from its end.
  * Both ways give the same bytes, and the digest is that of the bytes. */
@@ -248,7 +248,7 @@ static void buffer_seams(void **state)
 	(void)state;
 	snprintf(g_dir, sizeof g_dir, "/tmp/sbx-pack-hdr-XXXXXX");
 	assert_non_null(mkdtemp(g_dir));
-	static unsigned char data[140000];
+	static unsigned char data[600000];
 	for (size_t i = 0; i < sizeof data; i++)
 		data[i] = (unsigned char)(i * 131 + 7);
 	for (int i = 0; i < 300; i++) {
@@ -259,7 +259,9 @@ static void buffer_seams(void **state)
 		at(name, p, sizeof p);
 		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		assert_true(fd >= 0);
-		size_t size = ((size_t)i * 7919u) % sizeof data;
+		/* Every 50th file is larger than the pack's 256 KiB buffer. */
+		size_t size =
+		        i % 50 == 7 ? 270000 + (size_t)i * 1009u : ((size_t)i * 7919u) % 140000;
 		assert_int_equal(write(fd, data, size), (ssize_t)size);
 		close(fd);
 	}
