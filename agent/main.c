@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../shared/arch.h"
@@ -76,7 +77,8 @@ static int cmd_pack(int argc, char **argv)
 	                          .names = nn ? names : NULL,
 	                          .exclude = excl,
 	                          .skip_unsafe = skip,
-	                          .out_fd = 1};
+	                          .out_fd = 1,
+	                          .map_files = getenv("SBX_PACK_NOMAP") == NULL};
 	struct sbx_pack_stats st;
 	struct sbx_err e;
 	int rc = sbx_pack(&o, &st, &e);

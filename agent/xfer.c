@@ -435,7 +435,9 @@ _Noreturn static void download(const struct sbx_xfer_req *r, struct out *o)
 		struct sbx_pack_opts po = {.names = (const char *const *)r->names,
 		                           .exclude = (const char *const *)r->exclude,
 		                           .skip_unsafe = r->skip_unsafe,
-		                           .out_fd = 1};
+		                           .out_fd = 1,
+		                           /* this child packs one stream: SIGBUS is its own */
+		                           .map_files = getenv("SBX_PACK_NOMAP") == NULL};
 		int fd;
 		if (kind[0] == 'd') {
 			fd = open(r->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -19,6 +19,10 @@ struct sbx_pack_opts {
 	                               component), stored under this member name instead of its own
 	                               (its contents, for a directory, under as_name/...) */
 	int libarchive_only;        /* tests: every header by libarchive (archive/pack_hdr.h) */
+	int map_files;              /* large plain files read through a mapping, hashed as they
+	                               are copied (archive/mapread.h): the process's SIGBUS
+	                               handler is the pack's meanwhile, so only for a process
+	                               that packs one stream at a time (the agent) */
 };
 
 struct sbx_pack_stats {

@@ -83,6 +83,45 @@ void sbx_sha256_update(struct sbx_sha256 *s, const void *data, size_t len)
 		memcpy(s->u.own.buf, p, len);
 }
 
+int sbx_sha256_fused_copy(const struct sbx_sha256 *s)
+{
+	return uses_fast(s);
+}
+
+void sbx_sha256_update_copy(struct sbx_sha256 *s, void *dst, const void *src, size_t len)
+{
+	uint8_t *d = dst;
+	const uint8_t *p = src;
+	if (!uses_fast(s) || len == 0) {
+		memcpy(d, p, len);
+		sbx_sha256_update(s, d, len);
+		return;
+	}
+	/* A partial block first, from what was stored; then whole blocks fused; the tail
+	 * stored, then buffered from there. */
+	size_t used = (size_t)(s->u.own.len & 63);
+	if (used > 0) {
+		size_t take = 64 - used < len ? 64 - used : len;
+		memcpy(d, p, take);
+		sbx_sha256_update(s, d, take);
+		d += take;
+		p += take;
+		len -= take;
+	}
+	size_t whole = len / 64;
+	if (whole > 0) {
+		sbx_sha256_x86_blocks_copy(s->u.own.h, d, p, whole);
+		s->u.own.len += whole * 64;
+		d += whole * 64;
+		p += whole * 64;
+		len -= whole * 64;
+	}
+	if (len > 0) {
+		memcpy(d, p, len);
+		sbx_sha256_update(s, d, len);
+	}
+}
+
 static void put32be(uint8_t *p, uint32_t v)
 {
 	p[0] = (uint8_t)(v >> 24);

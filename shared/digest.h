@@ -29,6 +29,13 @@ struct sbx_sha256 {
 
 void sbx_sha256_init(struct sbx_sha256 *s);
 void sbx_sha256_update(struct sbx_sha256 *s, const void *data, size_t len);
+/* Copies len bytes from src to dst (not overlapping) and hashes them, as memcpy then
+ * sbx_sha256_update(dst) would, except that on the SHA extensions the whole blocks are read
+ * once: hashed from the same loads that store them. Either way the bytes hashed are the bytes
+ * in dst, even when src changes meanwhile (a file mapped while it is written). */
+void sbx_sha256_update_copy(struct sbx_sha256 *s, void *dst, const void *src, size_t len);
+/* 1 when s fuses the copy into the hash (the SHA extensions); 0: a plain copy, then a hash. */
+int sbx_sha256_fused_copy(const struct sbx_sha256 *s);
 /* Writes the digest of the bytes so far; s is left as it was, so updates may go on. */
 void sbx_sha256_final(const struct sbx_sha256 *s, uint8_t out[SBX_SHA256_LEN]);
 

@@ -53,8 +53,10 @@ int sbx_sha256_x86_available(void)
  * hand (they straddle two registers), and sha256msg2 adds s1(W[t-2]), where for the upper two
  * lanes W[t-2] is one of the words it is computing.
  */
-__attribute__((target("sha,sse4.1,ssse3"))) void
-sbx_sha256_x86_blocks(uint32_t state[8], const uint8_t *data, size_t n)
+/* The compression over n blocks; when dst is not NULL each block is also stored there, from
+ * the same loads the rounds use, so what is hashed is what is copied. */
+static inline __attribute__((always_inline, target("sha,sse4.1,ssse3"))) void
+blocks(uint32_t state[8], const uint8_t *data, size_t n, uint8_t *dst)
 {
 	/* Message words are big-endian: swap the bytes within each 32-bit lane. */
 	const __m128i bswap = _mm_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12);
@@ -67,11 +69,22 @@ sbx_sha256_x86_blocks(uint32_t state[8], const uint8_t *data, size_t n)
 
 	for (; n > 0; n--, data += 64) {
 		const __m128i abef_in = abef, cdgh_in = cdgh;
+		__m128i m0 = _mm_loadu_si128((const __m128i *)(data + 0));
+		__m128i m1 = _mm_loadu_si128((const __m128i *)(data + 16));
+		__m128i m2 = _mm_loadu_si128((const __m128i *)(data + 32));
+		__m128i m3 = _mm_loadu_si128((const __m128i *)(data + 48));
+		if (dst != NULL) {
+			_mm_storeu_si128((__m128i *)(dst + 0), m0);
+			_mm_storeu_si128((__m128i *)(dst + 16), m1);
+			_mm_storeu_si128((__m128i *)(dst + 32), m2);
+			_mm_storeu_si128((__m128i *)(dst + 48), m3);
+			dst += 64;
+		}
 		/* w0..w3 hold the sixteen schedule words W[t..t+15] of the next four groups. */
-		__m128i w0 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 0)), bswap);
-		__m128i w1 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 16)), bswap);
-		__m128i w2 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 32)), bswap);
-		__m128i w3 = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(data + 48)), bswap);
+		__m128i w0 = _mm_shuffle_epi8(m0, bswap);
+		__m128i w1 = _mm_shuffle_epi8(m1, bswap);
+		__m128i w2 = _mm_shuffle_epi8(m2, bswap);
+		__m128i w3 = _mm_shuffle_epi8(m3, bswap);
 
 		for (int g = 0; g < 16; g++) {
 			__m128i wk =
@@ -101,6 +114,18 @@ sbx_sha256_x86_blocks(uint32_t state[8], const uint8_t *data, size_t n)
 	_mm_storeu_si128((__m128i *)&state[4], efgh);
 }
 
+__attribute__((target("sha,sse4.1,ssse3"))) void
+sbx_sha256_x86_blocks(uint32_t state[8], const uint8_t *data, size_t n)
+{
+	blocks(state, data, n, NULL);
+}
+
+__attribute__((target("sha,sse4.1,ssse3"))) void
+sbx_sha256_x86_blocks_copy(uint32_t state[8], uint8_t *dst, const uint8_t *src, size_t n)
+{
+	blocks(state, src, n, dst);
+}
+
 #else
 
 int sbx_sha256_x86_available(void)
@@ -112,6 +137,14 @@ void sbx_sha256_x86_blocks(uint32_t state[8], const uint8_t *data, size_t n)
 {
 	(void)state;
 	(void)data;
+	(void)n;
+}
+
+void sbx_sha256_x86_blocks_copy(uint32_t state[8], uint8_t *dst, const uint8_t *src, size_t n)
+{
+	(void)state;
+	(void)dst;
+	(void)src;
 	(void)n;
 }
 

@@ -23,4 +23,8 @@ int sbx_sha256_x86_available(void);
  * the stub on other architectures leaves the state untouched. */
 void sbx_sha256_x86_blocks(uint32_t state[8], const uint8_t *data, size_t n);
 
+/* The same over n blocks at src, each also stored at dst (64 n bytes; dst and src must not
+ * overlap) from the very loads the rounds use. */
+void sbx_sha256_x86_blocks_copy(uint32_t state[8], uint8_t *dst, const uint8_t *src, size_t n);
+
 #endif

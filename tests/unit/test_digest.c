@@ -149,6 +149,80 @@ static void check_random_against_bearssl(uint64_t seed, int cases)
 	free(buf);
 }
 
+/* sbx_sha256_update_copy: in pieces of random sizes between plain updates (so it starts at
+ * every partial-block offset) and at odd alignments, the copy is byte for byte the source,
+ * nothing past it is written, and the digest is BearSSL's of the same bytes; on both paths.
+ * Then the promise it is for: a source that changes after the copy does not change the
+ * digest of what was copied. */
+static void check_update_copy(uint64_t seed, int cases)
+{
+	enum { MAXLEN = 20000 };
+	uint8_t *src = malloc(MAXLEN + 16), *dst = malloc(MAXLEN + 32);
+	assert_non_null(src);
+	assert_non_null(dst);
+	for (int c = 0; c < cases; c++) {
+		size_t len = (size_t)(next_rand(&seed) % (MAXLEN + 1));
+		size_t sa = (size_t)(next_rand(&seed) % 16), da = (size_t)(next_rand(&seed) % 16);
+		for (size_t i = 0; i < len; i++)
+			src[sa + i] = (uint8_t)next_rand(&seed);
+		memset(dst, 0xa5, MAXLEN + 32);
+		struct sbx_sha256 s;
+		sbx_sha256_init(&s);
+		size_t at = 0;
+		while (at < len) {
+			size_t n = (size_t)(next_rand(&seed) % (len - at + 1));
+			if (next_rand(&seed) & 1)
+				n %= 130;
+			if (next_rand(&seed) % 3 == 0) {
+				memcpy(dst + da + at, src + sa + at, n);
+				sbx_sha256_update(&s, dst + da + at, n);
+			} else {
+				sbx_sha256_update_copy(&s, dst + da + at, src + sa + at, n);
+			}
+			at += n;
+		}
+		uint8_t want[SBX_SHA256_LEN], got[SBX_SHA256_LEN];
+		sbx_sha256_final(&s, got);
+		br_sha256_context ref;
+		br_sha256_init(&ref);
+		br_sha256_update(&ref, src + sa, len);
+		br_sha256_out(&ref, want);
+		if (memcmp(dst + da, src + sa, len) != 0 || memcmp(got, want, SBX_SHA256_LEN) != 0)
+			fail_msg("case %d: length %zu, alignments %zu/%zu", c, len, sa, da);
+		for (size_t i = 0; i < da; i++)
+			assert_int_equal(dst[i], 0xa5);
+		for (size_t i = da + len; i < MAXLEN + 32; i++)
+			assert_int_equal(dst[i], 0xa5);
+	}
+	/* The digest is that of dst as it was written, whatever src becomes later. */
+	for (size_t i = 0; i < 4096; i++)
+		src[i] = (uint8_t)(i * 7);
+	struct sbx_sha256 s;
+	sbx_sha256_init(&s);
+	sbx_sha256_update_copy(&s, dst, src, 4096);
+	memset(src, 0, 4096);
+	uint8_t got[SBX_SHA256_LEN], want[SBX_SHA256_LEN];
+	sbx_sha256_final(&s, got);
+	sbx_sha256(dst, 4096, want);
+	assert_memory_equal(got, want, SBX_SHA256_LEN);
+	free(src);
+	free(dst);
+}
+
+static void sha256_update_copy(void **state)
+{
+	(void)state;
+	sbx_sha256_force_portable(1);
+	struct sbx_sha256 s;
+	sbx_sha256_init(&s);
+	assert_int_equal(sbx_sha256_fused_copy(&s), 0);
+	check_update_copy(0xc0b1, 300);
+	sbx_sha256_force_portable(0);
+	sbx_sha256_init(&s);
+	assert_int_equal(sbx_sha256_fused_copy(&s), sbx_sha256_is_fast());
+	check_update_copy(0xc0b2, 1500);
+}
+
 static void sha256_fast_fips(void **state)
 {
 	(void)state;
@@ -258,6 +332,7 @@ int main(void)
 	        cmocka_unit_test(sha256_fast_against_bearssl),
 	        cmocka_unit_test(sha256_portable_fips),
 	        cmocka_unit_test(sha256_context_keeps_path),
+	        cmocka_unit_test(sha256_update_copy),
 	        cmocka_unit_test(hmac_rfc4231),
 	        cmocka_unit_test(hmac_streaming_equals_oneshot),
 	        cmocka_unit_test(digest_equal),
