@@ -64,4 +64,28 @@ rm "$src/fifo"
 grep -q '^f1777$' "$w/names"
 "$agent" pack --name ro --name h1 "$src" 2>/dev/null | $T -tf - | sed 's|/.*||' | sort -u >"$w/top"
 [ "$(tr '\n' ' ' <"$w/top")" = "h1 ro " ]
+# A file that shrinks while it is packed is refused, not sent torn and not a crash: with the
+# mapped read (a SIGBUS past the new end, caught) and with pread (SBX_PACK_NOMAP=1). The pack
+# blocks on a full pipe a few hundred KiB into the 8 MiB file; the file is cut to 100 KiB
+# there, then the pipe drained.
+mkdir "$w/shrink"
+for way in mapped pread; do
+	head -c $((8 << 20)) /dev/urandom >"$w/shrink/big"
+	python3 - "$agent" "$w/shrink" "$way" <<'PY'
+import os, subprocess, sys, time
+agent, d, way = sys.argv[1:]
+env = dict(os.environ)
+if way == "pread":
+    env["SBX_PACK_NOMAP"] = "1"
+p = subprocess.Popen([agent, "pack", d], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+time.sleep(0.5)  # the pack fills the pipe and waits
+assert p.poll() is None, "the pack did not wait on the full pipe"
+os.truncate(os.path.join(d, "big"), 100 * 1024)
+out, err = p.communicate()
+assert p.returncode == 1, f"{way}: exit {p.returncode} (a negative one is a signal): {err!r}"
+assert b"big shrank while it was packed" in err, f"{way}: {err!r}"
+assert len(out) < (8 << 20), f"{way}: {len(out)} bytes out"
+PY
+done
+echo "pack: a file shrinking under the pack is refused (mapped read and pread)"
 echo "pack fidelity: ok"
