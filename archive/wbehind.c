@@ -13,8 +13,9 @@
 #define SLOT (256 * 1024)
 #define SLOTS 16
 /* Writing into fresh pages (tmpfs, the page cache) costs about as much as the rest of an
- * unpack together; two threads fault them in side by side (measured: one 1 GiB dd into
- * /dev/shm 0.44-0.90 s, two of 512 MiB at once 0.22-0.28 s). */
+ * unpack together. The kernel serialises writes into one file and every member is drained
+ * before the next, so the second thread mostly waits on the first; still, with one 1 GiB
+ * uploads were slower (2.56 s against 2.15 s median, docs/transfers.md). */
 #define WRITERS 2
 
 struct slot {
