@@ -71,6 +71,20 @@ static int engine_fail(struct sbx_proc_result *r, const char *what, struct sbx_e
 	return -1;
 }
 
+/* Runs the engine for a step whose output is not needed: 0 when it succeeded, else -1 with the
+ * engine's last line ("WHAT failed: ...") or why it could not be run. */
+static int run_step(char *const argv[], const char *what, struct sbx_err *e)
+{
+	struct sbx_proc_result r;
+	int ok;
+	if (run_engine(argv, &r, &ok, e) != 0)
+		return -1;
+	if (!ok)
+		return engine_fail(&r, what, e);
+	sbx_proc_result_free(&r);
+	return 0;
+}
+
 /* Maps an engine's (Go) architecture name or an sbx name to an sbx architecture. */
 static const struct sbx_arch *arch_from_engine(const char *goarch)
 {
@@ -202,10 +216,14 @@ static void w_ulimits(struct words *v)
 	}
 }
 
-static int image_arch(const char *engine, const char *image, char *out, size_t cap,
-                      struct sbx_err *e)
+/* `ENGINE image inspect --format {{.Architecture}} IMAGE`: 1 with the engine's answer in line,
+ * 0 when the engine refused (its result in *r, for the caller to report or free), -1 when it
+ * could not be run. */
+static int inspect_arch(const char *engine, const char *image, char *line, size_t cap,
+                        struct sbx_proc_result *r, struct sbx_err *e)
 {
 	struct words v;
+	int ok;
 	if (w_engine(&v, engine, 0, e) != 0)
 		return -1;
 	w_add(&v, "image");
@@ -213,16 +231,26 @@ static int image_arch(const char *engine, const char *image, char *out, size_t c
 	w_add(&v, "--format");
 	w_add(&v, "{{.Architecture}}");
 	w_add(&v, image);
-	struct sbx_proc_result r;
-	int ok;
-	if (run_engine(v.w, &r, &ok, e) != 0)
+	if (run_engine(v.w, r, &ok, e) != 0)
 		return -1;
 	if (!ok)
-		return engine_fail(&r, "image inspect", e);
-	char line[64];
-	snprintf(line, sizeof line, "%s", r.output);
-	sbx_proc_result_free(&r);
+		return 0;
+	snprintf(line, cap, "%s", r->output);
+	sbx_proc_result_free(r);
 	trim(line);
+	return 1;
+}
+
+static int image_arch(const char *engine, const char *image, char *out, size_t cap,
+                      struct sbx_err *e)
+{
+	char line[64];
+	struct sbx_proc_result r;
+	int found = inspect_arch(engine, image, line, sizeof line, &r, e);
+	if (found < 0)
+		return -1;
+	if (found == 0)
+		return engine_fail(&r, "image inspect", e);
 	const struct sbx_arch *a = arch_from_engine(line);
 	if (a == NULL)
 		return sbx_err_set(e, SBX_EUSAGE, 0, "image %s: no agent for architecture '%s'",
@@ -590,21 +618,11 @@ static int import_once(const char *engine, const char *tarball, char *arch, size
 		return sbx_err_set(e, SBX_EUSAGE, 0, "image name too long");
 	struct words v;
 	struct sbx_proc_result r;
-	int ok;
-	if (w_engine(&v, engine, 0, e) != 0)
+	char line[64];
+	int found = inspect_arch(engine, ref, line, sizeof line, &r, e);
+	if (found < 0)
 		return -1;
-	w_add(&v, "image");
-	w_add(&v, "inspect");
-	w_add(&v, "--format");
-	w_add(&v, "{{.Architecture}}");
-	w_add(&v, ref);
-	if (run_engine(v.w, &r, &ok, e) != 0)
-		return -1;
-	if (ok) {
-		char line[64];
-		snprintf(line, sizeof line, "%s", r.output);
-		sbx_proc_result_free(&r);
-		trim(line);
+	if (found) {
 		const struct sbx_arch *a = arch_from_engine(line);
 		if (arch[0] == '\0' && a != NULL)
 			snprintf(arch, acap, "%s", a->name);
@@ -631,21 +649,13 @@ static int import_once(const char *engine, const char *tarball, char *arch, size
 	w_add(&v, label);
 	w_add(&v, tarball);
 	w_add(&v, ref);
-	if (run_engine(v.w, &r, &ok, e) != 0)
+	if (run_step(v.w, "import", e) != 0)
 		return -1;
-	if (!ok)
-		return engine_fail(&r, "import", e);
-	sbx_proc_result_free(&r);
 	w_engine(&v, engine, 0, e);
 	w_add(&v, "tag");
 	w_add(&v, ref);
 	w_add(&v, repo);
-	if (run_engine(v.w, &r, &ok, e) != 0)
-		return -1;
-	if (!ok)
-		return engine_fail(&r, "tag", e);
-	sbx_proc_result_free(&r);
-	return 0;
+	return run_step(v.w, "tag", e);
 }
 
 int sbx_podman_create(const char *engine, const char *image, const char *name,
@@ -739,19 +749,17 @@ int sbx_podman_create(const char *engine, const char *image, const char *name,
 	w_add(&v, "cp");
 	w_add(&v, agent);
 	w_add(&v, target);
-	if (run_engine(v.w, &r, &ok, e) != 0 || (!ok && engine_fail(&r, "cp (init)", e) != 0)) {
+	if (run_step(v.w, "cp (init)", e) != 0) {
 		remove_quiet(engine, name);
 		return -1;
 	}
-	sbx_proc_result_free(&r);
 	w_engine(&v, engine, 1, e);
 	w_add(&v, "start");
 	w_add(&v, name);
-	if (run_engine(v.w, &r, &ok, e) != 0 || (!ok && engine_fail(&r, "start", e) != 0)) {
+	if (run_step(v.w, "start", e) != 0) {
 		remove_quiet(engine, name);
 		return -1;
 	}
-	sbx_proc_result_free(&r);
 	/* Its PID remembered now: the first session already goes to the resident agent. */
 	if (direct_wanted(engine)) {
 		struct pid_query q;
