@@ -34,11 +34,6 @@ static void on_bus(int sig, siginfo_t *si, void *uc)
 		raise(sig);
 }
 
-int sbx_mapread_useful(const struct sbx_sha256 *sha)
-{
-	return sbx_sha256_fused_copy(sha);
-}
-
 int sbx_mapread_begin(struct sbx_mapread *m)
 {
 	memset(m, 0, sizeof *m);

@@ -24,10 +24,6 @@ struct sbx_mapread {
 	struct sigaction old; /* the SIGBUS disposition before begin */
 };
 
-/* 1 when a mapped read saves anything here: the hash and the copy fuse only on the SHA
- * extensions (shared/digest.h); elsewhere pread into the buffer is as good. */
-int sbx_mapread_useful(const struct sbx_sha256 *sha);
-
 /* Installs the SIGBUS handler. 0, or -1 with errno (nothing is mapped then). */
 int sbx_mapread_begin(struct sbx_mapread *m);
 

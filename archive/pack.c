@@ -561,9 +561,11 @@ int sbx_pack(const struct sbx_pack_opts *o, struct sbx_pack_stats *st, struct sb
 	memset(st, 0, sizeof *st);
 	struct pack k = {.o = o, .st = st, .e = e};
 	sbx_sha256_init(&k.sha);
+	/* Mapped reads save anything only where the hash and the copy fuse (the SHA
+	 * extensions); a begin that fails leaves k.map off (on = 0): pread as before. */
 	k.map.fd = -1;
-	if (o->map_files && sbx_mapread_useful(&k.sha) && sbx_mapread_begin(&k.map) != 0)
-		k.map.on = 0; /* no handler, no mapping: pread as before */
+	if (o->map_files && sbx_sha256_fused_copy(&k.sha))
+		sbx_mapread_begin(&k.map);
 	k.a = archive_write_new();
 	k.links = archive_entry_linkresolver_new();
 	struct archive_entry *en = archive_entry_new();

@@ -607,9 +607,8 @@ static int import_once(const char *engine, const char *tarball, char *arch, size
 	uint8_t sha[SBX_SHA256_LEN];
 	if (sbx_inject_sha256_file(tarball, sha, e) != 0)
 		return -1;
-	char hex[2 * SBX_SHA256_LEN + 1], repo[128], label[160];
-	for (int i = 0; i < SBX_SHA256_LEN; i++)
-		snprintf(hex + 2 * i, 3, "%02x", sha[i]);
+	char hex[SBX_SHA256_HEX_LEN], repo[128], label[160];
+	sbx_hex(sha, SBX_SHA256_LEN, hex);
 	const char *base = strrchr(tarball, '/');
 	base = base != NULL ? base + 1 : tarball;
 	if (snprintf(repo, sizeof repo, "sbx-%.*s", (int)(strlen(base) - 4), base) >=
