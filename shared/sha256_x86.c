@@ -86,6 +86,9 @@ blocks(uint32_t state[8], const uint8_t *data, size_t n, uint8_t *dst)
 		__m128i w2 = _mm_shuffle_epi8(m2, bswap);
 		__m128i w3 = _mm_shuffle_epi8(m3, bswap);
 
+		/* Unrolled whatever the optimisation level: rolled (-O2, -Os) the rounds ran 15-20%
+		 * slower here (1.19-1.25 GB/s against 1.42 GB/s, docs/transfers.md). */
+#pragma GCC unroll 16
 		for (int g = 0; g < 16; g++) {
 			__m128i wk =
 			        _mm_add_epi32(w0, _mm_loadu_si128((const __m128i *)&k256[4 * g]));
