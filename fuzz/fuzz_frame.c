@@ -1,7 +1,7 @@
 /* libFuzzer target for the frame decoder and the message field reader: the same bytes fed
- * whole and in pieces (sizes drawn from the input) must give the same frames and the same
- * verdict, no frame may exceed the decoder's buffer, and every payload's fields must stay
- * inside it. */
+ * whole, in pieces (sizes drawn from the input) and the agent's upload way (reads up to
+ * sbx_frame_dec_until, payloads detached) must give the same frames and the same verdict, no
+ * frame may exceed the decoder's buffer, and every payload's fields must stay inside it. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -30,6 +30,86 @@ static void check_fields(const uint8_t *p, uint32_t len)
 			__builtin_trap();
 		if (f.tag == 32) /* nested messages are parsed the same way */
 			check_fields(f.val, f.len);
+	}
+}
+
+static void record(struct seen *out, const struct sbx_frame *f, uint32_t sum)
+{
+	if (out->n < MAXF) {
+		out->type[out->n] = f->type;
+		out->flags[out->n] = f->flags;
+		out->stream[out->n] = f->stream;
+		out->len[out->n] = f->len;
+		out->sum[out->n] = sum;
+	}
+	out->n++;
+}
+
+static uint32_t sum_of(uint32_t sum, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		sum = sum * 31 + p[i];
+	return sum;
+}
+
+/* The agent's way during uploads: reads that stop sbx_frame_dec_until(prefix) bytes on, and
+ * payloads (those the cuts pick) taken past the decoder once their header is in. */
+static void run_detached(const uint8_t *data, size_t size, const uint8_t *cuts, size_t ncuts,
+                         struct seen *out)
+{
+	static uint8_t buf[CAP];
+	struct sbx_frame_dec d;
+	sbx_frame_dec_init(&d, buf, sizeof buf);
+	memset(out, 0, sizeof *out);
+	size_t pos = 0, k = 0;
+	while (pos < size && !out->error) {
+		uint8_t c = ncuts ? cuts[k++ % ncuts] : 0;
+		size_t prefix = c & 7;
+		size_t want = sbx_frame_dec_until(&d, prefix);
+		int had_header = d.have >= SBX_FRAME_HDR;
+		if (want == 0)
+			__builtin_trap();
+		int whole = want <= size - pos;
+		size_t piece = whole ? want : size - pos;
+		size_t off = 0;
+		int emitted = 0;
+		while (off < piece) {
+			size_t used;
+			struct sbx_frame f;
+			enum sbx_dec_status st =
+			        sbx_frame_dec_feed(&d, data + pos + off, piece - off, &used, &f);
+			off += used;
+			if (st == SBX_DEC_ERROR) {
+				out->error = 1 + (int)d.error;
+				break;
+			}
+			if (st == SBX_DEC_FRAME) {
+				record(out, &f, sum_of(0, f.payload, f.len));
+				emitted = 1;
+			}
+		}
+		pos += piece;
+		if (out->error)
+			break;
+		/* A read of exactly `want` after the header never runs into the next frame. */
+		if (whole && had_header && !(emitted && d.have == 0) &&
+		    d.have != SBX_FRAME_HDR + prefix)
+			__builtin_trap();
+		struct sbx_frame f;
+		size_t held;
+		if (!(c & 8) || !sbx_frame_dec_pending(&d, &f, &held))
+			continue;
+		if (held > f.len)
+			__builtin_trap();
+		size_t rest = f.len - held;
+		if (rest > size - pos)
+			break; /* cut inside the payload: as the whole run, no frame */
+		uint32_t sum = sum_of(sum_of(0, f.payload, held), data + pos, rest);
+		sbx_frame_dec_detach(&d);
+		if (sbx_frame_dec_midframe(&d))
+			__builtin_trap();
+		pos += rest;
+		record(out, &f, sum);
 	}
 }
 
@@ -62,17 +142,7 @@ static void run(const uint8_t *data, size_t size, const uint8_t *cuts, size_t nc
 				if (f.len > CAP - SBX_FRAME_HDR || !sbx_frame_type_known(f.type))
 					__builtin_trap();
 				check_fields(f.payload, f.len);
-				if (out->n < MAXF) {
-					uint32_t sum = 0;
-					for (uint32_t i = 0; i < f.len; i++)
-						sum = sum * 31 + f.payload[i];
-					out->type[out->n] = f.type;
-					out->flags[out->n] = f.flags;
-					out->stream[out->n] = f.stream;
-					out->len[out->n] = f.len;
-					out->sum[out->n] = sum;
-				}
-				out->n++;
+				record(out, &f, sum_of(0, f.payload, f.len));
 			} else if (used == 0) {
 				__builtin_trap(); /* NEED must consume everything */
 			}
@@ -90,10 +160,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const uint8_t *cuts = data + 1;
 	const uint8_t *stream = data + 1 + ncuts;
 	size_t len = size - 1 - ncuts;
-	struct seen whole, pieces;
+	struct seen whole, pieces, detached;
 	run(stream, len, NULL, 0, &whole);
 	run(stream, len, cuts, ncuts, &pieces);
 	if (memcmp(&whole, &pieces, sizeof whole) != 0)
+		__builtin_trap();
+	run_detached(stream, len, cuts, ncuts, &detached);
+	if (memcmp(&whole, &detached, sizeof whole) != 0)
 		__builtin_trap();
 	return 0;
 }

@@ -70,6 +70,37 @@ int sbx_frame_dec_midframe(const struct sbx_frame_dec *d)
 	return d->have > 0;
 }
 
+int sbx_frame_dec_pending(const struct sbx_frame_dec *d, struct sbx_frame *out, size_t *held)
+{
+	if (d->error != SBX_DEC_OK || d->have < SBX_FRAME_HDR)
+		return 0;
+	out->type = d->buf[2];
+	out->flags = d->buf[3];
+	out->stream = get32(d->buf + 4);
+	out->len = d->need_len;
+	out->payload = d->buf + SBX_FRAME_HDR;
+	*held = d->have - SBX_FRAME_HDR;
+	return 1;
+}
+
+void sbx_frame_dec_detach(struct sbx_frame_dec *d)
+{
+	if (d->error != SBX_DEC_OK || d->have < SBX_FRAME_HDR)
+		return;
+	d->have = 0;
+	d->need_len = 0;
+	d->frames++;
+}
+
+size_t sbx_frame_dec_until(const struct sbx_frame_dec *d, size_t prefix)
+{
+	if (d->have < SBX_FRAME_HDR)
+		return SBX_FRAME_HDR + prefix - d->have;
+	size_t end = SBX_FRAME_HDR + (size_t)d->need_len;
+	size_t stop = SBX_FRAME_HDR + prefix < end ? SBX_FRAME_HDR + prefix : end;
+	return d->have < stop ? stop - d->have : end - d->have;
+}
+
 const char *sbx_dec_error_text(enum sbx_dec_error e)
 {
 	switch (e) {

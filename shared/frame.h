@@ -89,6 +89,22 @@ enum sbx_dec_status sbx_frame_dec_feed(struct sbx_frame_dec *d, const uint8_t *i
 /* 1 when a frame is partly assembled: an end of input now means a truncated stream. */
 int sbx_frame_dec_midframe(const struct sbx_frame_dec *d);
 
+/* Streaming a payload past the decoder (the agent splices an upload's bytes from the
+ * connection into a pipe without copying them, docs/transfers.md). While the current frame's
+ * header is checked and its payload is still arriving, sbx_frame_dec_pending returns 1 and
+ * fills *out with the header (len: the whole payload's length; payload: the *held bytes of it
+ * taken so far); else 0. */
+int sbx_frame_dec_pending(const struct sbx_frame_dec *d, struct sbx_frame *out, size_t *held);
+
+/* Ends a pending frame for the decoder: the caller takes the rest of its payload (len - held
+ * bytes) from the stream itself before it feeds anything more. */
+void sbx_frame_dec_detach(struct sbx_frame_dec *d);
+
+/* How many bytes the next read should take so that it stops at the end of the current frame,
+ * or within its payload just after its header and `prefix` payload bytes, whichever comes
+ * first (a read of that many never crosses into the next frame's payload). Never 0. */
+size_t sbx_frame_dec_until(const struct sbx_frame_dec *d, size_t prefix);
+
 /* Text for a decoder error. */
 const char *sbx_dec_error_text(enum sbx_dec_error e);
 

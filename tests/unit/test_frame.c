@@ -286,6 +286,92 @@ static void whole_frames_decode_in_place(void **state)
 	assert_int_equal(sbx_frame_dec_feed(&d, bad, sizeof bad, &used, &fr), SBX_DEC_ERROR);
 }
 
+/* The agent's way during uploads: reads stop where sbx_frame_dec_until says, a DATA payload
+ * is taken past the decoder once its header and first byte are in, and the frames after it
+ * decode as before. */
+static void payload_taken_past_the_decoder(void **state)
+{
+	(void)state;
+	size_t big = 200000, cap = 3 * SBX_FRAME_HDR + big + 64;
+	uint8_t *in = malloc(cap), *payload = malloc(big);
+	uint8_t *buf = malloc(SBX_FRAME_HDR + SBX_FRAME_MAX_PAYLOAD);
+	assert_non_null(in);
+	assert_non_null(payload);
+	for (size_t i = 0; i < big; i++)
+		payload[i] = (uint8_t)(i * 7 + 1);
+	payload[0] = SBX_CH_STDIN;
+	size_t len = 0;
+	sbx_frame_header(in, SBX_F_CREDIT, 0, 3, 5);
+	memcpy(in + SBX_FRAME_HDR, "\x01\x00\x01\x00\x00", 5);
+	len = SBX_FRAME_HDR + 5;
+	sbx_frame_header(in + len, SBX_F_DATA, SBX_FL_END, 9, (uint32_t)big);
+	memcpy(in + len + SBX_FRAME_HDR, payload, big);
+	len += SBX_FRAME_HDR + big;
+	sbx_frame_header(in + len, SBX_F_PING, 0, 0, 8);
+	memcpy(in + len + SBX_FRAME_HDR, "12345678", 8);
+	len += SBX_FRAME_HDR + 8;
+
+	struct sbx_frame_dec d;
+	sbx_frame_dec_init(&d, buf, SBX_FRAME_HDR + SBX_FRAME_MAX_PAYLOAD);
+	struct sbx_frame f;
+	size_t used, held, pos = 0;
+	assert_int_equal(sbx_frame_dec_until(&d, 1), SBX_FRAME_HDR + 1);
+	/* The CREDIT frame: 17 bytes, then exactly its last 4. */
+	assert_int_equal(sbx_frame_dec_feed(&d, in, 17, &used, &f), SBX_DEC_NEED);
+	pos = 17;
+	assert_int_equal(sbx_frame_dec_until(&d, 1), 4);
+	assert_int_equal(sbx_frame_dec_feed(&d, in + pos, 4, &used, &f), SBX_DEC_FRAME);
+	assert_int_equal(f.type, SBX_F_CREDIT);
+	pos += 4;
+	/* The DATA frame: header and channel byte, pending, detached. */
+	assert_false(sbx_frame_dec_pending(&d, &f, &held));
+	size_t want = sbx_frame_dec_until(&d, 1);
+	assert_int_equal(want, SBX_FRAME_HDR + 1);
+	assert_int_equal(sbx_frame_dec_feed(&d, in + pos, want, &used, &f), SBX_DEC_NEED);
+	pos += want;
+	assert_int_equal(sbx_frame_dec_pending(&d, &f, &held), 1);
+	assert_int_equal(f.type, SBX_F_DATA);
+	assert_int_equal(f.flags, SBX_FL_END);
+	assert_int_equal(f.stream, 9);
+	assert_int_equal(f.len, big);
+	assert_int_equal(held, 1);
+	assert_int_equal(f.payload[0], SBX_CH_STDIN);
+	/* Were it not detached, the next read would stop at the frame's end. */
+	assert_int_equal(sbx_frame_dec_until(&d, 1), big - 1);
+	uint64_t frames = d.frames;
+	sbx_frame_dec_detach(&d);
+	assert_false(sbx_frame_dec_midframe(&d));
+	assert_int_equal(d.frames, frames + 1);
+	assert_memory_equal(in + pos, payload + 1, big - 1); /* what the caller takes itself */
+	pos += big - 1;
+	/* The PING after it decodes from the next byte on. */
+	want = sbx_frame_dec_until(&d, 1);
+	assert_int_equal(want, SBX_FRAME_HDR + 1);
+	assert_int_equal(sbx_frame_dec_feed(&d, in + pos, want, &used, &f), SBX_DEC_NEED);
+	pos += want;
+	assert_int_equal(sbx_frame_dec_feed(&d, in + pos, len - pos, &used, &f), SBX_DEC_FRAME);
+	assert_int_equal(f.type, SBX_F_PING);
+	assert_memory_equal(f.payload, "12345678", 8);
+	/* A frame shorter than the prefix: the read ends inside the next header, never in a
+	 * payload whose header was already in. */
+	uint8_t two[2 * SBX_FRAME_HDR + 8];
+	sbx_frame_header(two, SBX_F_REQUEST, 0, 1, 0);
+	sbx_frame_header(two + SBX_FRAME_HDR, SBX_F_PING, 0, 0, 8);
+	memcpy(two + 2 * SBX_FRAME_HDR, "abcdefgh", 8);
+	want = sbx_frame_dec_until(&d, 1);
+	assert_int_equal(sbx_frame_dec_feed(&d, two, want, &used, &f), SBX_DEC_FRAME);
+	assert_int_equal(f.len, 0);
+	assert_int_equal(sbx_frame_dec_feed(&d, two + used, want - used, &used, &f), SBX_DEC_NEED);
+	assert_int_equal(sbx_frame_dec_until(&d, 1), SBX_FRAME_HDR);
+	/* Nothing pending while the header is incomplete; detach then does nothing. */
+	assert_false(sbx_frame_dec_pending(&d, &f, &held));
+	sbx_frame_dec_detach(&d);
+	assert_true(sbx_frame_dec_midframe(&d));
+	free(in);
+	free(payload);
+	free(buf);
+}
+
 static void crc32_known_value(void **state)
 {
 	(void)state;
@@ -305,6 +391,7 @@ int main(void)
 	        cmocka_unit_test(truncation_is_visible),
 	        cmocka_unit_test(crc32_known_value),
 	        cmocka_unit_test(whole_frames_decode_in_place),
+	        cmocka_unit_test(payload_taken_past_the_decoder),
 	};
 	return cmocka_run_group_tests_name("frame", tests, NULL, NULL);
 }
