@@ -140,6 +140,9 @@ TESTS := $(patsubst tests/unit/%.c,$(H)/tests/%,$(TEST_SRC))
 
 # Tests of agent-side code compile that code for the host too.
 $(H)/tests/test_probe: TEST_EXTRA := agent/probe.c
+$(H)/tests/test_probe: agent/probe.c
+$(H)/tests/test_stdin: TEST_EXTRA := agent/stdin.c
+$(H)/tests/test_stdin: agent/stdin.c agent/stdin.h
 
 $(H)/tests/%: tests/unit/%.c $(H)/libsbx.a
 	@mkdir -p $(@D)

@@ -26,18 +26,24 @@
 #include "probe.h"
 #include "proto.h"
 #include "stage.h"
+#include "stdin.h"
 #include "supctl.h"
 #include "xfer.h"
 
 /* Bulk bytes queued for stdout past which the agent stops reading jobs' pipes. */
 #define BULK_LIMIT (2u * 1024u * 1024u)
 #define MAX_JOBS 256
+/* An upload's DATA payload with at least this much still in the connection is spliced. */
+#define SPLICE_MIN (16u * 1024u)
+/* A pipe full this long: the rest of the payload goes through the ring, so the connection is
+ * read again (a CANCEL behind it must not wait on a stuck program). */
+#define SINK_STALL_NS (50 * 1000000LL)
 
 struct job {
 	struct job *next;
 	uint32_t stream;
 	pid_t pid;
-	int fd_in, fd_out, fd_err;
+	int fd_out, fd_err;
 	int reaped, status;
 	struct sbx_spawned sp;
 	int64_t start_ns, deadline_ns;
@@ -47,10 +53,7 @@ struct job {
 	int64_t linger_left_ns, linger_mark_ns;
 	int timed_out, cancelled;
 	struct sbx_credit_tx tx[SBX_CH_COUNT];
-	struct sbx_credit_rx rx_in;
-	uint8_t *inbuf;
-	size_t in_len, in_off; /* a ring of SBX_WINDOW_DEFAULT bytes: in_len held from in_off */
-	int in_end;
+	struct sbx_stdin in;
 	/* transfer jobs (xfer.h): no stderr channel; the child's RESPONSE comes on fd_res */
 	int xfer, upload;
 	int fd_res, fd_commit;
@@ -73,6 +76,16 @@ struct serve {
 	struct job *jobs;
 	int njobs;
 	uint64_t host_window; /* credit the host grants per output channel */
+	/* An upload's DATA payload taken past the decoder (read_input): left bytes of it are
+	 * still in the connection, for the stdin of the job on stream. */
+	struct {
+		uint32_t stream;
+		uint64_t left;
+		int end;              /* the frame had END */
+		int ring;             /* the rest goes through the job's ring, not splice */
+		int64_t pipe_wait_ns; /* since when the job's pipe has been full; 0: not waiting */
+	} sink;
+	int no_splice; /* the connection cannot be spliced from */
 	char fatal[256];
 };
 
@@ -131,8 +144,7 @@ static void kill_job(struct job *j)
 		/* A transfer child is not killed: its pipes close, so it stops, removes its
 		 * staging folder and reports. */
 		close_fd(&j->fd_commit);
-		close_fd(&j->fd_in);
-		j->in_end = 1;
+		sbx_stdin_close(&j->in);
 		close_fd(&j->fd_out);
 		return;
 	}
@@ -168,19 +180,17 @@ static void start_exec(struct serve *s, uint32_t stream, const uint8_t *p, size_
 	}
 	j->stream = stream;
 	j->pid = j->sp.pid;
-	j->fd_in = j->sp.fd_in;
 	j->fd_out = j->sp.fd_out;
 	j->fd_err = j->sp.fd_err;
-	if (j->fd_in >= 0)
-		fcntl(j->fd_in, F_SETFL, fcntl(j->fd_in, F_GETFL) | O_NONBLOCK);
+	if (j->sp.fd_in >= 0)
+		fcntl(j->sp.fd_in, F_SETFL, fcntl(j->sp.fd_in, F_GETFL) | O_NONBLOCK);
 	fcntl(j->fd_out, F_SETFL, fcntl(j->fd_out, F_GETFL) | O_NONBLOCK);
 	fcntl(j->fd_err, F_SETFL, fcntl(j->fd_err, F_GETFL) | O_NONBLOCK);
 	j->deadline_ns = req.timeout_ms > 0 ? j->start_ns + req.timeout_ms * 1000000 : 0;
 	j->linger_left_ns = req.linger_ms * 1000000;
 	for (int c = 0; c < SBX_CH_COUNT; c++)
 		sbx_credit_tx_init(&j->tx[c], s->host_window);
-	sbx_credit_rx_init(&j->rx_in, SBX_WINDOW_DEFAULT);
-	j->in_end = !req.stdin_stream;
+	sbx_stdin_init(&j->in, j->sp.fd_in, !req.stdin_stream);
 	sbx_exec_req_free(&req);
 	j->next = s->jobs;
 	s->jobs = j;
@@ -218,21 +228,19 @@ static void start_xfer(struct serve *s, uint32_t stream, int upload, const uint8
 	j->upload = upload;
 	j->res = res;
 	j->pid = c.pid;
-	j->fd_in = c.fd_in;
 	j->fd_out = c.fd_out;
 	j->fd_err = -1;
 	j->fd_res = c.fd_res;
 	j->fd_commit = c.fd_commit;
 	for (int i = 0; i < 4; i++) {
-		int fd = i == 0 ? j->fd_in : i == 1 ? j->fd_out : i == 2 ? j->fd_res : j->fd_commit;
+		int fd = i == 0 ? c.fd_in : i == 1 ? j->fd_out : i == 2 ? j->fd_res : j->fd_commit;
 		if (fd >= 0)
 			fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	}
 	j->linger_left_ns = 60 * 1000000000LL;
 	for (int ch = 0; ch < SBX_CH_COUNT; ch++)
 		sbx_credit_tx_init(&j->tx[ch], s->host_window);
-	sbx_credit_rx_init(&j->rx_in, SBX_WINDOW_DEFAULT);
-	j->in_end = !upload;
+	sbx_stdin_init(&j->in, c.fd_in, !upload);
 	j->next = s->jobs;
 	s->jobs = j;
 	s->njobs++;
@@ -360,59 +368,30 @@ static void on_request(struct serve *s, const struct sbx_frame *f)
 	queue(s, SBX_LANE_CTRL, SBX_F_RESPONSE, 0, f->stream, s->resp, w.len);
 }
 
+static void grant_stdin(struct serve *s, struct job *j, uint64_t g)
+{
+	if (g == 0)
+		return;
+	uint8_t c[5] = {SBX_CH_STDIN, (uint8_t)(g >> 24), (uint8_t)(g >> 16), (uint8_t)(g >> 8),
+	                (uint8_t)g};
+	queue(s, SBX_LANE_CTRL, SBX_F_CREDIT, 0, j->stream, c, 5);
+}
+
 static int on_data(struct serve *s, const struct sbx_frame *f)
 {
 	if (f->len < 1 || f->payload[0] != SBX_CH_STDIN)
 		return fail(s, "DATA from the host on a channel other than stdin");
 	struct job *j = find_job(s, f->stream);
-	uint64_t n = f->len - 1;
 	if (j == NULL)
 		return 0; /* the job finished; its stdin no longer matters */
-	if (sbx_credit_rx_received(&j->rx_in, n) != 0)
+	if (sbx_stdin_expect(&j->in, f->len - 1) != 0)
 		return fail(s, "host overran its stdin credit");
-	if (j->fd_in < 0) {
-		/* stdin closed (the program exited or stopped reading): drop, keep credit moving.
-		 */
-		uint64_t g = sbx_credit_rx_consumed(&j->rx_in, n);
-		if (g > 0) {
-			uint8_t c[5] = {SBX_CH_STDIN, (uint8_t)(g >> 24), (uint8_t)(g >> 16),
-			                (uint8_t)(g >> 8), (uint8_t)g};
-			queue(s, SBX_LANE_CTRL, SBX_F_CREDIT, 0, j->stream, c, 5);
-		}
-	} else if (n > 0) {
-		const uint8_t *d = f->payload + 1;
-		if (j->in_len == 0) {
-			/* Nothing waiting: straight into the pipe, buffer only what does not fit.
-			 */
-			ssize_t wr = write(j->fd_in, d, n);
-			if (wr > 0) {
-				d += wr;
-				n -= (uint64_t)wr;
-				uint64_t g = sbx_credit_rx_consumed(&j->rx_in, (uint64_t)wr);
-				if (g > 0) {
-					uint8_t c[5] = {SBX_CH_STDIN, (uint8_t)(g >> 24),
-					                (uint8_t)(g >> 16), (uint8_t)(g >> 8),
-					                (uint8_t)g};
-					queue(s, SBX_LANE_CTRL, SBX_F_CREDIT, 0, j->stream, c, 5);
-				}
-			}
-		}
-		if (n == 0)
-			goto end;
-		if (j->inbuf == NULL && (j->inbuf = malloc(SBX_WINDOW_DEFAULT)) == NULL)
-			return fail(s, "out of memory for stdin");
-		/* The ring never overflows: credit bounds what is held to the window. */
-		if (n > SBX_WINDOW_DEFAULT - j->in_len)
-			return fail(s, "host overran its stdin credit");
-		size_t at = (j->in_off + j->in_len) % SBX_WINDOW_DEFAULT;
-		size_t first = SBX_WINDOW_DEFAULT - at < n ? SBX_WINDOW_DEFAULT - at : (size_t)n;
-		memcpy(j->inbuf + at, d, first);
-		memcpy(j->inbuf, d + first, (size_t)n - first);
-		j->in_len += n;
-	}
-end:
+	uint64_t g;
+	if (sbx_stdin_data(&j->in, f->payload + 1, f->len - 1, &g) != 0)
+		return fail(s, "out of memory for stdin");
+	grant_stdin(s, j, g);
 	if (f->flags & SBX_FL_END)
-		j->in_end = 1;
+		j->in.end = 1;
 	return 0;
 }
 
@@ -482,12 +461,112 @@ static int on_frame(struct serve *s, const struct sbx_frame *f)
 	}
 }
 
+/* 1 while an upload's child reads its stdin: reads then stop at frame boundaries, so each DATA
+ * payload for it can be spliced from the connection into its pipe (sink_step). */
+static int streaming(const struct serve *s)
+{
+	if (s->no_splice)
+		return 0;
+	for (const struct job *j = s->jobs; j != NULL; j = j->next)
+		if (j->upload && j->in.fd >= 0)
+			return 1;
+	return 0;
+}
+
+static int pipe_full(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
+	return poll(&p, 1, 0) == 0;
+}
+
+/* Moves more of the sink's payload out of the connection: spliced into the job's pipe, read
+ * into its ring, or dropped when the job or its stdin is gone. */
+static int sink_step(struct serve *s, uint8_t *scratch, size_t cap)
+{
+	struct job *j = find_job(s, s->sink.stream);
+	uint64_t g = 0;
+	ssize_t n;
+	if (j == NULL) {
+		n = read(s->in_fd, scratch, s->sink.left < cap ? (size_t)s->sink.left : cap);
+	} else {
+		enum sbx_stdin_how how = s->sink.ring ? SBX_STDIN_RING : SBX_STDIN_SPLICE;
+		n = sbx_stdin_take(&j->in, s->in_fd, s->sink.left, how, scratch, cap, &g);
+	}
+	if (n > 0) {
+		s->sink.left -= (uint64_t)n;
+		s->sink.pipe_wait_ns = 0;
+		if (j != NULL) {
+			grant_stdin(s, j, g);
+			if (s->sink.left == 0 && s->sink.end)
+				j->in.end = 1;
+		}
+		return 0;
+	}
+	if (n == 0) {
+		s->in_eof = 1;
+		return 0;
+	}
+	if (errno == EINTR)
+		return 0;
+	if (errno == EINVAL && j != NULL && !s->sink.ring) {
+		s->no_splice = 1;
+		s->sink.ring = 1;
+		return 0;
+	}
+	if (errno == EAGAIN) {
+		/* Either the connection has nothing yet (poll it again) or the pipe is full (poll
+		 * the pipe instead: the connection stays readable and would spin). */
+		if (j != NULL && !s->sink.ring && j->in.fd >= 0 && j->in.len == 0 &&
+		    pipe_full(j->in.fd) && s->sink.pipe_wait_ns == 0)
+			s->sink.pipe_wait_ns = now_ns();
+		return 0;
+	}
+	return fail(s, "read from the host failed");
+}
+
+/* After a read that stopped just past a DATA header and its channel byte: a large payload for
+ * an upload is taken past the decoder and spliced. */
+static int detach_payload(struct serve *s, uint8_t *scratch, size_t cap)
+{
+	struct sbx_frame f;
+	size_t held;
+	if (!sbx_frame_dec_pending(&s->dec, &f, &held) || f.type != SBX_F_DATA || held < 1 ||
+	    f.payload[0] != SBX_CH_STDIN || f.len - held < SPLICE_MIN)
+		return 0;
+	struct job *j = find_job(s, f.stream);
+	if (j == NULL || !j->upload || j->in.fd < 0)
+		return 0;
+	if (sbx_stdin_expect(&j->in, f.len - 1) != 0)
+		return fail(s, "host overran its stdin credit");
+	uint64_t g;
+	if (sbx_stdin_data(&j->in, f.payload + 1, held - 1, &g) != 0)
+		return fail(s, "out of memory for stdin");
+	grant_stdin(s, j, g);
+	sbx_frame_dec_detach(&s->dec);
+	s->sink.stream = f.stream;
+	s->sink.left = f.len - held;
+	s->sink.end = (f.flags & SBX_FL_END) != 0;
+	s->sink.ring = 0;
+	s->sink.pipe_wait_ns = 0;
+	/* The host writes a payload right behind its header: most of it is there already. */
+	return sink_step(s, scratch, cap);
+}
+
 static int read_input(struct serve *s)
 {
 	/* Room for several whole DATA frames per read: a frame that arrives whole is decoded
 	 * in place (no copy). One loop, so one static buffer. */
 	static uint8_t buf[256 * 1024];
-	ssize_t n = read(s->in_fd, buf, sizeof buf);
+	if (s->sink.left > 0)
+		return sink_step(s, buf, sizeof buf);
+	size_t want = sizeof buf;
+	int stream = streaming(s);
+	if (stream) {
+		size_t u = sbx_frame_dec_until(&s->dec, 1);
+		if (u < want)
+			want = u;
+	}
+	ssize_t n = read(s->in_fd, buf, want);
 	if (n < 0)
 		return errno == EINTR || errno == EAGAIN ? 0 : fail(s, "read from the host failed");
 	if (n == 0) {
@@ -506,7 +585,7 @@ static int read_input(struct serve *s)
 		if (st == SBX_DEC_FRAME && on_frame(s, &f) != 0)
 			return -1;
 	}
-	return 0;
+	return stream ? detach_payload(s, buf, sizeof buf) : 0;
 }
 
 static void flush_output(struct serve *s)
@@ -525,10 +604,18 @@ static void end_channel(struct serve *s, struct job *j, int chan)
 enum pump { PUMP_DATA, PUMP_EOF, PUMP_EMPTY, PUMP_BLOCKED };
 
 /* Reads what credit allows from one output pipe of a job into a DATA frame. */
+/* Room for more job output: the queue under its limit and the stage not full. */
+static int out_room(const struct serve *s)
+{
+	return s->out.bulk_bytes < BULK_LIMIT && !sbx_stage_full(&s->stage, &s->out);
+}
+
 static enum pump pump_out(struct serve *s, struct job *j, int chan)
 {
 	int fd = chan == SBX_CH_STDOUT ? j->fd_out : j->fd_err;
 	uint8_t ch = (uint8_t)chan;
+	if (sbx_stage_full(&s->stage, &s->out))
+		return PUMP_BLOCKED; /* polled again once the stage has moved on */
 	uint64_t room = sbx_credit_tx_take(&j->tx[chan], SBX_DATA_CHUNK);
 	if (room == 0)
 		return PUMP_BLOCKED;
@@ -549,7 +636,7 @@ static enum pump pump_out(struct serve *s, struct job *j, int chan)
 		fail(s, "out of memory queueing output");
 		return PUMP_BLOCKED;
 	}
-	/* Nothing there yet, no room in the stage, or a pipe splice cannot take: read below. */
+	/* Nothing there yet, or a pipe splice cannot take: read below. */
 	uint8_t *buf = sbx_outq_reserve(&s->out, 1, (size_t)room);
 	if (buf == NULL) {
 		j->tx[chan].avail += room;
@@ -579,8 +666,7 @@ static enum pump pump_out(struct serve *s, struct job *j, int chan)
 static void drain_and_close(struct serve *s, struct job *j, int chan)
 {
 	for (;;) {
-		if ((chan == SBX_CH_STDOUT ? j->fd_out : j->fd_err) < 0 ||
-		    s->out.bulk_bytes >= BULK_LIMIT)
+		if ((chan == SBX_CH_STDOUT ? j->fd_out : j->fd_err) < 0 || !out_room(s))
 			return;
 		enum pump r = pump_out(s, j, chan);
 		if (r == PUMP_EMPTY)
@@ -592,33 +678,9 @@ static void drain_and_close(struct serve *s, struct job *j, int chan)
 
 static void pump_in(struct serve *s, struct job *j)
 {
-	/* The contiguous part of the ring first; the wrapped rest on the next call. */
-	size_t pending = j->in_len;
-	if (pending > SBX_WINDOW_DEFAULT - j->in_off)
-		pending = SBX_WINDOW_DEFAULT - j->in_off;
-	if (pending > 0) {
-		ssize_t n = write(j->fd_in, j->inbuf + j->in_off, pending);
-		if (n < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				return;
-			/* EPIPE: the program closed its stdin. Drop all that is held, return its
-			 * credit. */
-			n = (ssize_t)j->in_len;
-			close_fd(&j->fd_in);
-			j->in_off = j->in_len = 0;
-		} else {
-			j->in_off = (j->in_off + (size_t)n) % SBX_WINDOW_DEFAULT;
-			j->in_len -= (size_t)n;
-		}
-		uint64_t g = sbx_credit_rx_consumed(&j->rx_in, (uint64_t)n);
-		if (g > 0) {
-			uint8_t c[5] = {SBX_CH_STDIN, (uint8_t)(g >> 24), (uint8_t)(g >> 16),
-			                (uint8_t)(g >> 8), (uint8_t)g};
-			queue(s, SBX_LANE_CTRL, SBX_F_CREDIT, 0, j->stream, c, 5);
-		}
-	}
-	if (j->fd_in >= 0 && j->in_end && j->in_len == 0)
-		close_fd(&j->fd_in);
+	uint64_t g;
+	sbx_stdin_pump(&j->in, &g);
+	grant_stdin(s, j, g);
 }
 
 /* Reads the child's result (a RESPONSE payload) until EOF. */
@@ -741,7 +803,7 @@ static int tend_jobs(struct serve *s)
 			}
 		}
 		if (j->reaped && (j->fd_out >= 0 || j->fd_err >= 0)) {
-			int can_read = s->out.bulk_bytes < BULK_LIMIT &&
+			int can_read = out_room(s) &&
 			               ((j->fd_out >= 0 && j->tx[SBX_CH_STDOUT].avail > 0) ||
 			                (j->fd_err >= 0 && j->tx[SBX_CH_STDERR].avail > 0));
 			if (can_read)
@@ -758,11 +820,10 @@ static int tend_jobs(struct serve *s)
 			read_res(j);
 		if (j->reaped && j->fd_out < 0 && j->fd_err < 0 && (!j->xfer || j->fd_res < 0)) {
 			finish_job(s, j);
-			close_fd(&j->fd_in);
+			sbx_stdin_free(&j->in);
 			close_fd(&j->fd_commit);
 			*pp = j->next;
 			free(j->res);
-			free(j->inbuf);
 			free(j);
 			s->njobs--;
 			continue;
@@ -775,7 +836,26 @@ static int tend_jobs(struct serve *s)
 	return ms > 60000 ? 60000 : (int)ms;
 }
 
-enum { OWN_IN, OWN_SIG, OWN_OUT, OWN_DIRECT, OWN_LIFE };
+enum { OWN_IN, OWN_SIG, OWN_OUT, OWN_DIRECT, OWN_LIFE, OWN_SINK };
+
+/* The pipe a sink waits on, or -1 (the connection is polled). A wait past SINK_STALL_NS turns
+ * the rest of the payload to the ring; *timeout shortened to that moment. */
+static int sink_pipe(struct serve *s, int *timeout)
+{
+	if (s->sink.left == 0 || s->sink.pipe_wait_ns == 0)
+		return -1;
+	struct job *j = find_job(s, s->sink.stream);
+	int64_t left = s->sink.pipe_wait_ns + SINK_STALL_NS - now_ns();
+	if (j == NULL || j->in.fd < 0 || left <= 0) {
+		s->sink.ring = left <= 0;
+		s->sink.pipe_wait_ns = 0;
+		return -1;
+	}
+	int ms = (int)((left + 999999) / 1000000);
+	if (*timeout < 0 || ms < *timeout)
+		*timeout = ms;
+	return j->in.fd;
+}
 
 static void drain(struct serve *s);
 
@@ -801,7 +881,7 @@ static int direct_switch(struct serve *s)
 	if (c < 0)
 		return 0;
 	drain(s);
-	if (!sbx_outq_empty(&s->out) || sbx_frame_dec_midframe(&s->dec)) {
+	if (!sbx_outq_empty(&s->out) || sbx_frame_dec_midframe(&s->dec) || s->sink.left > 0) {
 		close(c);
 		return fail(s, "direct socket: the exec channel was not quiet at the switch");
 	}
@@ -850,8 +930,14 @@ static int loop(struct serve *s)
 			return 0;
 		timeout = direct_tend(s, timeout);
 		int n = 0;
-		pfd[n] = (struct pollfd){.fd = s->in_fd, .events = POLLIN};
-		owner[n] = NULL, chan[n++] = OWN_IN;
+		int sink = sink_pipe(s, &timeout);
+		if (sink >= 0) {
+			pfd[n] = (struct pollfd){.fd = sink, .events = POLLOUT};
+			owner[n] = NULL, chan[n++] = OWN_SINK;
+		} else {
+			pfd[n] = (struct pollfd){.fd = s->in_fd, .events = POLLIN};
+			owner[n] = NULL, chan[n++] = OWN_IN;
+		}
 		pfd[n] = (struct pollfd){.fd = s->sig_fd, .events = POLLIN};
 		owner[n] = NULL, chan[n++] = OWN_SIG;
 		if (!sbx_outq_empty(&s->out)) {
@@ -866,7 +952,7 @@ static int loop(struct serve *s)
 			pfd[n] = (struct pollfd){.fd = s->life_fd, .events = POLLIN};
 			owner[n] = NULL, chan[n++] = OWN_LIFE;
 		}
-		int room = s->out.bulk_bytes < BULK_LIMIT;
+		int room = out_room(s);
 		for (struct job *j = s->jobs; j != NULL; j = j->next) {
 			if (room && j->fd_out >= 0 && j->tx[SBX_CH_STDOUT].avail > 0) {
 				pfd[n] = (struct pollfd){.fd = j->fd_out, .events = POLLIN};
@@ -876,8 +962,8 @@ static int loop(struct serve *s)
 				pfd[n] = (struct pollfd){.fd = j->fd_err, .events = POLLIN};
 				owner[n] = j, chan[n++] = SBX_CH_STDERR;
 			}
-			if (j->fd_in >= 0 && (j->in_len > 0 || j->in_end)) {
-				pfd[n] = (struct pollfd){.fd = j->fd_in, .events = POLLOUT};
+			if (j->in.fd >= 0 && (j->in.len > 0 || j->in.end)) {
+				pfd[n] = (struct pollfd){.fd = j->in.fd, .events = POLLOUT};
 				owner[n] = j, chan[n++] = SBX_CH_STDIN;
 			}
 			if (j->fd_res >= 0 && j->xfer) {
@@ -896,6 +982,10 @@ static int loop(struct serve *s)
 				continue;
 			if (owner[i] == NULL) {
 				if (chan[i] == OWN_IN) {
+					if (read_input(s) != 0)
+						return -1;
+				} else if (chan[i] == OWN_SINK) {
+					s->sink.pipe_wait_ns = 0;
 					if (read_input(s) != 0)
 						return -1;
 				} else if (chan[i] == OWN_SIG) {
@@ -979,19 +1069,19 @@ int sbx_serve(int in_fd, int out_fd)
 	drain(&s);
 	if (rc != 0 && s.fatal[0] == '\0' && s.dec.error != SBX_DEC_OK)
 		fail(&s, sbx_dec_error_text(s.dec.error));
-	if (s.in_eof && sbx_frame_dec_midframe(&s.dec) && s.fatal[0] == '\0')
+	if (s.in_eof && (sbx_frame_dec_midframe(&s.dec) || s.sink.left > 0) && s.fatal[0] == '\0')
 		fail(&s, "the host's stream ended inside a frame");
 	if (s.fatal[0] != '\0')
 		fprintf(stderr, "sbx-agent: %s\n", s.fatal);
 	while (s.jobs != NULL) {
 		struct job *j = s.jobs;
 		s.jobs = j->next;
-		close_fd(&j->fd_in), close_fd(&j->fd_out), close_fd(&j->fd_err);
+		sbx_stdin_free(&j->in);
+		close_fd(&j->fd_out), close_fd(&j->fd_err);
 		close_fd(&j->fd_res), close_fd(&j->fd_commit);
 		if (!j->reaped)
 			waitpid(j->pid, NULL, 0);
 		free(j->res);
-		free(j->inbuf);
 		free(j);
 	}
 	sbx_outq_free(&s.out);

@@ -454,6 +454,10 @@ static void read_stdin_fd(struct sbx_session *s, struct sbx_stream *p)
 		s->stage_tried = 1;
 		sbx_stage_open(&s->stage, s->to_fd);
 	}
+	if (sbx_stage_full(&s->stage, &s->out)) {
+		p->tx_in.avail += room; /* polled again once the stage has moved on */
+		return;
+	}
 	ssize_t staged = sbx_stage_in(&s->stage, &s->out, p->opts->stdin_fd, (size_t)room, p->id,
 	                              SBX_CH_STDIN);
 	if (staged > 0) {
@@ -510,7 +514,8 @@ int sbx_pump(struct sbx_session *s, int64_t deadline_ns, struct sbx_err *e)
 	for (struct sbx_stream *p = s->streams; p != NULL && n < 3 + 64; p = p->next)
 		if (p->kind == SBX_STREAM_EXEC && !p->stdin_done && p->opts->stdin_data == NULL &&
 		    p->opts->stdin_fd >= 0 && p->tx_in.avail > 0 &&
-		    s->out.bulk_bytes < BULK_LIMIT) {
+		    s->out.bulk_bytes < BULK_LIMIT &&
+		    (!s->stage_tried || !sbx_stage_full(&s->stage, &s->out))) {
 			pfd[n] = (struct pollfd){.fd = p->opts->stdin_fd, .events = POLLIN};
 			owner[n++] = p;
 		}

@@ -55,6 +55,11 @@ ssize_t sbx_stage_in(struct sbx_stage *st, struct sbx_outq *q, int from_fd, size
 	return n;
 }
 
+int sbx_stage_full(const struct sbx_stage *st, const struct sbx_outq *q)
+{
+	return st->r >= 0 && q->spliced + SBX_DATA_CHUNK > st->limit;
+}
+
 int sbx_stage_out(struct sbx_stage *st, struct sbx_outq *q, int fd)
 {
 	for (int round = 0; round < 16; round++) {

@@ -31,6 +31,11 @@ void sbx_stage_close(struct sbx_stage *st);
 ssize_t sbx_stage_in(struct sbx_stage *st, struct sbx_outq *q, int from_fd, size_t max,
                      uint32_t stream, uint8_t ch);
 
+/* 1 when the stage holds so much that a whole DATA chunk would not fit: the caller waits for
+ * sbx_stage_out to move it on rather than read the source into memory (a copy, and its
+ * frame queued behind the stage's anyway). 0 when there is no stage. */
+int sbx_stage_full(const struct sbx_stage *st, const struct sbx_outq *q);
+
 /* Writes what q holds to fd, the spliced payloads from the stage, until fd would block or
  * nothing is left (at most 16 writes: the caller polls between calls). 0, or -1 with errno
  * (EIO: the stage lacks a payload its frame promised). */

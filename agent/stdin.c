@@ -1,0 +1,145 @@
+/* A job's stdin (stdin.h): the ring, the pipe and the credit of the bytes between them. */
+#include "stdin.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "proto.h"
+
+#define RING SBX_WINDOW_DEFAULT
+
+void sbx_stdin_init(struct sbx_stdin *in, int fd, int end)
+{
+	memset(in, 0, sizeof *in);
+	in->fd = fd;
+	in->end = end || fd < 0;
+	sbx_credit_rx_init(&in->rx, SBX_WINDOW_DEFAULT);
+}
+
+int sbx_stdin_expect(struct sbx_stdin *in, uint64_t n)
+{
+	return sbx_credit_rx_received(&in->rx, n);
+}
+
+static void consumed(struct sbx_stdin *in, uint64_t n, uint64_t *grant)
+{
+	*grant += sbx_credit_rx_consumed(&in->rx, n);
+}
+
+void sbx_stdin_close(struct sbx_stdin *in)
+{
+	if (in->fd >= 0)
+		close(in->fd);
+	in->fd = -1;
+	in->len = in->off = 0;
+	in->end = 1;
+}
+
+int sbx_stdin_data(struct sbx_stdin *in, const uint8_t *p, size_t n, uint64_t *grant)
+{
+	*grant = 0;
+	if (in->fd < 0) {
+		consumed(in, n, grant);
+		return 0;
+	}
+	if (in->len == 0 && n > 0) {
+		/* Nothing waiting: straight into the pipe, hold only what does not fit. */
+		ssize_t w = write(in->fd, p, n);
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+			consumed(in, (uint64_t)w, grant);
+		}
+	}
+	if (n == 0)
+		return 0;
+	if (in->ring == NULL && (in->ring = malloc(RING)) == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	/* Credit bounds what is held to the ring's size (sbx_stdin_expect checked it). */
+	size_t at = (in->off + in->len) % RING;
+	size_t first = RING - at < n ? RING - at : n;
+	memcpy(in->ring + at, p, first);
+	memcpy(in->ring, p + first, n - first);
+	in->len += n;
+	return 0;
+}
+
+void sbx_stdin_pump(struct sbx_stdin *in, uint64_t *grant)
+{
+	*grant = 0;
+	/* The contiguous part of the ring first; the wrapped rest on the next call. */
+	size_t pending = in->len < RING - in->off ? in->len : RING - in->off;
+	if (in->fd >= 0 && pending > 0) {
+		ssize_t n = write(in->fd, in->ring + in->off, pending);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n < 0) {
+			/* EPIPE: the program closed its stdin. Return the credit of all held. */
+			consumed(in, in->len, grant);
+			sbx_stdin_close(in);
+			return;
+		}
+		in->off = (in->off + (size_t)n) % RING;
+		in->len -= (size_t)n;
+		consumed(in, (uint64_t)n, grant);
+	}
+	if (in->fd >= 0 && in->end && in->len == 0)
+		sbx_stdin_close(in);
+}
+
+/* Reads into the ring's free space after what it holds (contiguous part only). */
+static ssize_t read_ring(struct sbx_stdin *in, int conn, uint64_t left)
+{
+	if (in->ring == NULL && (in->ring = malloc(RING)) == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	size_t at = (in->off + in->len) % RING;
+	size_t room = RING - in->len;
+	if (room > RING - at)
+		room = RING - at;
+	if (room > left)
+		room = (size_t)left;
+	if (room == 0) {
+		errno = EPROTO; /* past the credit: sbx_stdin_expect refused it already */
+		return -1;
+	}
+	ssize_t n = read(conn, in->ring + at, room);
+	if (n > 0)
+		in->len += (size_t)n;
+	return n;
+}
+
+ssize_t sbx_stdin_take(struct sbx_stdin *in, int conn, uint64_t left, enum sbx_stdin_how how,
+                       uint8_t *scratch, size_t cap, uint64_t *grant)
+{
+	*grant = 0;
+	if (in->fd >= 0 && in->len == 0 && how == SBX_STDIN_SPLICE) {
+		ssize_t n = splice(conn, NULL, in->fd, NULL, (size_t)left,
+		                   SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+		if (n > 0)
+			consumed(in, (uint64_t)n, grant);
+		if (n >= 0 || errno != EPIPE)
+			return n;
+		/* The program closed its stdin: drop the rest, as a write would have. */
+		sbx_stdin_close(in);
+	}
+	if (in->fd >= 0)
+		return read_ring(in, conn, left);
+	ssize_t n = read(conn, scratch, left < cap ? (size_t)left : cap);
+	if (n > 0)
+		consumed(in, (uint64_t)n, grant);
+	return n;
+}
+
+void sbx_stdin_free(struct sbx_stdin *in)
+{
+	sbx_stdin_close(in);
+	free(in->ring);
+	in->ring = NULL;
+}
