@@ -603,13 +603,13 @@ static void end_channel(struct serve *s, struct job *j, int chan)
 
 enum pump { PUMP_DATA, PUMP_EOF, PUMP_EMPTY, PUMP_BLOCKED };
 
-/* Reads what credit allows from one output pipe of a job into a DATA frame. */
 /* Room for more job output: the queue under its limit and the stage not full. */
 static int out_room(const struct serve *s)
 {
 	return s->out.bulk_bytes < BULK_LIMIT && !sbx_stage_full(&s->stage, &s->out);
 }
 
+/* Reads what credit allows from one output pipe of a job into a DATA frame. */
 static enum pump pump_out(struct serve *s, struct job *j, int chan)
 {
 	int fd = chan == SBX_CH_STDOUT ? j->fd_out : j->fd_err;
