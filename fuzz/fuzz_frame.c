@@ -52,10 +52,40 @@ static uint32_t sum_of(uint32_t sum, const uint8_t *p, size_t n)
 	return sum;
 }
 
-/* The agent's way during uploads: reads that stop sbx_frame_dec_until(prefix) bytes on, and
- * payloads (those the cuts pick) taken past the decoder once their header is in. */
-static void run_detached(const uint8_t *data, size_t size, const uint8_t *cuts, size_t ncuts,
-                         struct seen *out)
+/* Feeds one read's bytes; 1 when a frame came out of them. */
+static int feed(struct sbx_frame_dec *d, const uint8_t *p, size_t piece, struct seen *out)
+{
+	size_t off = 0;
+	int emitted = 0;
+	while (off < piece) {
+		size_t used;
+		struct sbx_frame f;
+		enum sbx_dec_status st = sbx_frame_dec_feed(d, p + off, piece - off, &used, &f);
+		if (used > piece - off)
+			__builtin_trap();
+		off += used;
+		if (st == SBX_DEC_ERROR) {
+			out->error = 1 + (int)d->error;
+			break;
+		}
+		if (st == SBX_DEC_FRAME) {
+			if (f.len > CAP - SBX_FRAME_HDR || !sbx_frame_type_known(f.type))
+				__builtin_trap();
+			check_fields(f.payload, f.len);
+			record(out, &f, sum_of(0, f.payload, f.len));
+			emitted = 1;
+		} else if (used == 0) {
+			__builtin_trap(); /* NEED must consume everything */
+		}
+	}
+	return emitted;
+}
+
+/* Reads of the sizes the cuts give (all at once without cuts); or, detached, the agent's way
+ * during uploads: reads that stop sbx_frame_dec_until(prefix) bytes on, and payloads (those
+ * the cuts pick) taken past the decoder once their header is in. */
+static void run(const uint8_t *data, size_t size, const uint8_t *cuts, size_t ncuts, int detached,
+                struct seen *out)
 {
 	static uint8_t buf[CAP];
 	struct sbx_frame_dec d;
@@ -65,33 +95,21 @@ static void run_detached(const uint8_t *data, size_t size, const uint8_t *cuts, 
 	while (pos < size && !out->error) {
 		uint8_t c = ncuts ? cuts[k++ % ncuts] : 0;
 		size_t prefix = c & 7;
-		size_t want = sbx_frame_dec_until(&d, prefix);
 		int had_header = d.have >= SBX_FRAME_HDR;
-		if (want == 0)
+		size_t piece = detached ? sbx_frame_dec_until(&d, prefix)
+		               : ncuts  ? (size_t)c + 1
+		                        : size;
+		if (piece == 0)
 			__builtin_trap();
-		int whole = want <= size - pos;
-		size_t piece = whole ? want : size - pos;
-		size_t off = 0;
-		int emitted = 0;
-		while (off < piece) {
-			size_t used;
-			struct sbx_frame f;
-			enum sbx_dec_status st =
-			        sbx_frame_dec_feed(&d, data + pos + off, piece - off, &used, &f);
-			off += used;
-			if (st == SBX_DEC_ERROR) {
-				out->error = 1 + (int)d.error;
-				break;
-			}
-			if (st == SBX_DEC_FRAME) {
-				record(out, &f, sum_of(0, f.payload, f.len));
-				emitted = 1;
-			}
-		}
+		int whole = piece <= size - pos;
+		if (!whole)
+			piece = size - pos;
+		int emitted = feed(&d, data + pos, piece, out);
 		pos += piece;
-		if (out->error)
-			break;
-		/* A read of exactly `want` after the header never runs into the next frame. */
+		if (out->error || !detached)
+			continue;
+		/* A read of exactly sbx_frame_dec_until after the header never runs into the next
+		 * frame. */
 		if (whole && had_header && !(emitted && d.have == 0) &&
 		    d.have != SBX_FRAME_HDR + prefix)
 			__builtin_trap();
@@ -113,44 +131,6 @@ static void run_detached(const uint8_t *data, size_t size, const uint8_t *cuts, 
 	}
 }
 
-static void run(const uint8_t *data, size_t size, const uint8_t *cuts, size_t ncuts,
-                struct seen *out)
-{
-	static uint8_t buf[CAP];
-	struct sbx_frame_dec d;
-	sbx_frame_dec_init(&d, buf, sizeof buf);
-	memset(out, 0, sizeof *out);
-	size_t pos = 0, k = 0;
-	while (pos < size && !out->error) {
-		size_t piece = ncuts ? (size_t)cuts[k++ % ncuts] + 1 : size;
-		if (piece > size - pos)
-			piece = size - pos;
-		size_t off = 0;
-		while (off < piece) {
-			size_t used;
-			struct sbx_frame f;
-			enum sbx_dec_status st =
-			        sbx_frame_dec_feed(&d, data + pos + off, piece - off, &used, &f);
-			if (used > piece - off)
-				__builtin_trap();
-			off += used;
-			if (st == SBX_DEC_ERROR) {
-				out->error = 1 + (int)d.error;
-				break;
-			}
-			if (st == SBX_DEC_FRAME) {
-				if (f.len > CAP - SBX_FRAME_HDR || !sbx_frame_type_known(f.type))
-					__builtin_trap();
-				check_fields(f.payload, f.len);
-				record(out, &f, sum_of(0, f.payload, f.len));
-			} else if (used == 0) {
-				__builtin_trap(); /* NEED must consume everything */
-			}
-		}
-		pos += piece;
-	}
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	/* The first bytes choose the cuts; the rest is the stream. */
@@ -161,11 +141,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const uint8_t *stream = data + 1 + ncuts;
 	size_t len = size - 1 - ncuts;
 	struct seen whole, pieces, detached;
-	run(stream, len, NULL, 0, &whole);
-	run(stream, len, cuts, ncuts, &pieces);
+	run(stream, len, NULL, 0, 0, &whole);
+	run(stream, len, cuts, ncuts, 0, &pieces);
 	if (memcmp(&whole, &pieces, sizeof whole) != 0)
 		__builtin_trap();
-	run_detached(stream, len, cuts, ncuts, &detached);
+	run(stream, len, cuts, ncuts, 1, &detached);
 	if (memcmp(&whole, &detached, sizeof whole) != 0)
 		__builtin_trap();
 	return 0;
