@@ -207,12 +207,12 @@ ok "upload bytes spliced, not copied, by the agent: 64 MiB up, the agent read $(
 # ---- an upload whose unpacking child stops: the session stays answered ----
 # The agent splices an upload's payloads into the child's pipe and waits while that pipe is
 # full; past 50 ms the rest goes through its ring, so the host's PINGs are still read. With a
-# 1 s session timeout the host gives up on an agent that does not answer for 1 s; the child
-# is stopped for 3 s mid-upload and the upload must still complete.
+# 2 s session timeout the host gives up on an agent that does not answer for 2 s; the child
+# is stopped for 5 s mid-upload and the upload must still complete.
 head -c $((256 << 20)) /dev/zero >"$w/bulk/zero"
 # sbx itself in the background (not a function's subshell): its child is the agent, whose
 # child is the upload's.
-"$sbx" --runner local --timeout 1 upload-dir "$w/bulk" "$sb/stall" >"$w/stall.out" 2>&1 &
+"$sbx" --runner local --timeout 2 upload-dir "$w/bulk" "$sb/stall" >"$w/stall.out" 2>&1 &
 up=$!
 child=
 for _ in $(seq 500); do
@@ -223,12 +223,12 @@ for _ in $(seq 500); do
 done
 [ -n "$child" ] || die "stall: no upload child seen"
 kill -STOP $child
-sleep 3
+sleep 5
 kill -CONT $child
 wait $up || { cat "$w/stall.out"; die "stall: the upload failed while its child was stopped"; }
 cmp "$w/bulk/zero" "$sb/stall/zero" || die "stall: the upload differs"
 rm -f "$w/bulk/zero"
-ok "an upload's child stopped for 3 s mid-stream: the agent still answers (1 s session timeout), the upload completes"
+ok "an upload's child stopped for 5 s mid-stream: the agent still answers (2 s session timeout), the upload completes"
 
 # ---- hostile archives into the sandbox: refused, target and victim untouched ----
 mkdir -p "$sb/host/outside" && echo victim >"$sb/host/victim" && echo o >"$sb/host/outside/o"
