@@ -24,6 +24,16 @@ int sbx_stdin_expect(struct sbx_stdin *in, uint64_t n)
 	return sbx_credit_rx_received(&in->rx, n);
 }
 
+/* 0 when the ring is there (allocated on first need), else -1 with errno ENOMEM. */
+static int have_ring(struct sbx_stdin *in)
+{
+	if (in->ring == NULL && (in->ring = malloc(RING)) == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	return 0;
+}
+
 static void consumed(struct sbx_stdin *in, uint64_t n, uint64_t *grant)
 {
 	*grant += sbx_credit_rx_consumed(&in->rx, n);
@@ -56,10 +66,8 @@ int sbx_stdin_data(struct sbx_stdin *in, const uint8_t *p, size_t n, uint64_t *g
 	}
 	if (n == 0)
 		return 0;
-	if (in->ring == NULL && (in->ring = malloc(RING)) == NULL) {
-		errno = ENOMEM;
+	if (have_ring(in) != 0)
 		return -1;
-	}
 	/* Credit bounds what is held to the ring's size (sbx_stdin_expect checked it). */
 	size_t at = (in->off + in->len) % RING;
 	size_t first = RING - at < n ? RING - at : n;
@@ -95,10 +103,8 @@ void sbx_stdin_pump(struct sbx_stdin *in, uint64_t *grant)
 /* Reads into the ring's free space after what it holds (contiguous part only). */
 static ssize_t read_ring(struct sbx_stdin *in, int conn, uint64_t left)
 {
-	if (in->ring == NULL && (in->ring = malloc(RING)) == NULL) {
-		errno = ENOMEM;
+	if (have_ring(in) != 0)
 		return -1;
-	}
 	size_t at = (in->off + in->len) % RING;
 	size_t room = RING - in->len;
 	if (room > RING - at)

@@ -70,15 +70,29 @@ int sbx_frame_dec_midframe(const struct sbx_frame_dec *d)
 	return d->have > 0;
 }
 
-int sbx_frame_dec_pending(const struct sbx_frame_dec *d, struct sbx_frame *out, size_t *held)
+/* The current frame's header fields into *out, its payload at payload. */
+static void header_out(const struct sbx_frame_dec *d, struct sbx_frame *out, const uint8_t *payload)
 {
-	if (d->error != SBX_DEC_OK || d->have < SBX_FRAME_HDR)
-		return 0;
 	out->type = d->buf[2];
 	out->flags = d->buf[3];
 	out->stream = get32(d->buf + 4);
 	out->len = d->need_len;
-	out->payload = d->buf + SBX_FRAME_HDR;
+	out->payload = payload;
+}
+
+/* The current frame is done with: the next byte starts a header. */
+static void frame_done(struct sbx_frame_dec *d)
+{
+	d->have = 0;
+	d->need_len = 0;
+	d->frames++;
+}
+
+int sbx_frame_dec_pending(const struct sbx_frame_dec *d, struct sbx_frame *out, size_t *held)
+{
+	if (d->error != SBX_DEC_OK || d->have < SBX_FRAME_HDR)
+		return 0;
+	header_out(d, out, d->buf + SBX_FRAME_HDR);
 	*held = d->have - SBX_FRAME_HDR;
 	return 1;
 }
@@ -87,9 +101,7 @@ void sbx_frame_dec_detach(struct sbx_frame_dec *d)
 {
 	if (d->error != SBX_DEC_OK || d->have < SBX_FRAME_HDR)
 		return;
-	d->have = 0;
-	d->need_len = 0;
-	d->frames++;
+	frame_done(d);
 }
 
 size_t sbx_frame_dec_until(const struct sbx_frame_dec *d, size_t prefix)
@@ -156,15 +168,9 @@ enum sbx_dec_status sbx_frame_dec_feed(struct sbx_frame_dec *d, const uint8_t *i
 				return SBX_DEC_ERROR;
 			}
 			if (len - pos >= d->need_len) {
-				out->type = d->buf[2];
-				out->flags = d->buf[3];
-				out->stream = get32(d->buf + 4);
-				out->len = d->need_len;
-				out->payload = in + pos;
+				header_out(d, out, in + pos);
 				pos += d->need_len;
-				d->have = 0;
-				d->need_len = 0;
-				d->frames++;
+				frame_done(d);
 				*used = pos;
 				return SBX_DEC_FRAME;
 			}
@@ -197,14 +203,8 @@ enum sbx_dec_status sbx_frame_dec_feed(struct sbx_frame_dec *d, const uint8_t *i
 		d->have += n;
 		pos += n;
 		if (d->have == SBX_FRAME_HDR + d->need_len) {
-			out->type = d->buf[2];
-			out->flags = d->buf[3];
-			out->stream = get32(d->buf + 4);
-			out->len = d->need_len;
-			out->payload = d->buf + SBX_FRAME_HDR;
-			d->have = 0;
-			d->need_len = 0;
-			d->frames++;
+			header_out(d, out, d->buf + SBX_FRAME_HDR);
+			frame_done(d);
 			*used = pos;
 			return SBX_DEC_FRAME;
 		}
