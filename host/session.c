@@ -522,9 +522,10 @@ int sbx_pump(struct sbx_session *s, int64_t deadline_ns, struct sbx_err *e)
 	int64_t now = sbx_now_ns();
 	int64_t wait = deadline_ns - now;
 	/* Keepalive: a silent agent gets a ping; no answer within the timeout breaks the session.
-	 */
+	 * Never before HELLO: the agent refuses any frame before WELCOME, and the HELLO has its
+	 * own deadline (await_hello). */
 	int64_t quiet = ns(s->timeout) / 2;
-	if (s->keepalive_sent_ns == 0 && now - s->last_rx_ns >= quiet) {
+	if (s->have_hello && s->keepalive_sent_ns == 0 && now - s->last_rx_ns >= quiet) {
 		sbx_send(s, SBX_LANE_CTRL, SBX_F_PING, 0, 0, NULL, 0, NULL, 0, NULL);
 		s->keepalive_sent_ns = now;
 		if (flush(s, e) != 0)
@@ -535,7 +536,7 @@ int sbx_pump(struct sbx_session *s, int64_t deadline_ns, struct sbx_err *e)
 		              "the agent stopped answering (no pong in %s)", "the session timeout");
 	int64_t ka = s->keepalive_sent_ns != 0 ? s->keepalive_sent_ns + ns(s->timeout) - now
 	                                       : s->last_rx_ns + quiet - now;
-	if (ka < wait)
+	if (s->have_hello && ka < wait)
 		wait = ka;
 	if (wait < 0)
 		wait = 0;

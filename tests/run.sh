@@ -114,6 +114,10 @@ cmocka "test_supervise (negative control, weak build)" confined env SBX_EXPECT_E
 cmocka "test_hs (SandboxSession, channel loss)" confined "$hostdir/tests/test_hs"
 one "sbx session: supervision ops as JSON lines" confined "$top/tests/session_sup.sh" "$hostdir/sbx"
 
+echo "== the host against an impersonated agent"
+checks "impersonated agent (tests/fake/agent.py) against the real host (confined)" \
+	"$top/tests/impostor.sh" "$hostdir/sbx"
+
 echo "== transfers"
 one "sbx-agent pack: exact against GNU tar, reproducible, unsafe members, excludes" \
 	"$top/tests/pack_fidelity.sh" "$top/build/agent/x86_64/sbx-agent"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An impersonated sbx agent: speaks protocol 1 on stdin/stdout and misbehaves on request.
 
-The host is driven through it with `sbx --via 'python3 tests/fake/agent.py MODE[,MODE...]'`.
+The host is driven through it with `sbx --via 'python3 tests/fake/agent.py MODE[=ARG][,...]'`.
 Without a mode it behaves like a plain agent for the operations the tests need (probes, exec,
 downloads of a tar it builds, uploads it swallows, supervision files held in memory), so each
 mode changes one thing. Modes are functions named mode_NAME here or in tests/fake/modes_*.py;
@@ -388,6 +388,11 @@ def mode_plain(a):
     """No misbehaviour."""
 
 
+def mode_slow_hello(a, seconds="1"):
+    """HELLO only after SECONDS (a slow start: QEMU, a loaded machine)."""
+    a.hello_delay = float(seconds)
+
+
 def load_modes():
     modes = {k[5:]: v for k, v in globals().items() if k.startswith("mode_")}
     here = os.path.dirname(os.path.abspath(__file__))
@@ -405,10 +410,14 @@ def main(argv):
     a = Agent()
     names = [m for arg in argv[1:] for m in arg.split(",") if m]
     for n in names:
+        n, _, arg = n.partition("=")
         if n not in modes:
             log("unknown mode %r (known: %s)" % (n, " ".join(sorted(modes))))
             return 2
-        modes[n](a)
+        if arg:
+            modes[n](a, arg)
+        else:
+            modes[n](a)
     try:
         return a.run()
     except BrokenPipeError:
