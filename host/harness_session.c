@@ -163,35 +163,48 @@ int sbx_hs_read_output_log(struct sbx_hs *hs, char **text, size_t *len, struct s
 {
 	*text = NULL;
 	*len = 0;
-	size_t cap = 0;
+	/* What the log holds when the call starts, read by offsets: the first answer's size
+	 * is the end (bounded), whatever the agent says later. */
+	size_t end = 0;
 	int64_t off = 0;
-	for (;;) {
+	for (int first = 1;; first = 0) {
 		char *part;
 		size_t n;
 		int64_t size;
-		if (sbx_run_read(hs->s, hs->dir, "output.log", off, 512 * 1024, &part, &n, &size,
-		                 e) != 0) {
+		size_t want = first ? 512 * 1024 : end - (size_t)off;
+		if (want > 512 * 1024)
+			want = 512 * 1024;
+		if (sbx_run_read(hs->s, hs->dir, "output.log", off, want, &part, &n, &size, e) !=
+		    0) {
 			free(*text);
 			*text = NULL;
 			return -1;
 		}
-		if (*len + n + 1 > cap) {
-			cap = (*len + n + 1) * 2;
-			char *t = realloc(*text, cap);
-			if (t == NULL) {
+		if (first) {
+			if (size > SBX_HS_LOG_MAX) {
 				free(part);
-				free(*text);
-				*text = NULL;
+				return sbx_err_set(
+				        e, SBX_EPROTOCOL, EFBIG,
+				        "the output log is %lld bytes, more than this call "
+				        "returns (%d MiB): read it by offsets",
+				        (long long)size, SBX_HS_LOG_MAX >> 20);
+			}
+			end = (size_t)size;
+			*text = malloc(end + 1);
+			if (*text == NULL) {
+				free(part);
 				return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "output log");
 			}
-			*text = t;
 		}
+		if (n > end - *len)
+			n = end - *len;
 		memcpy(*text + *len, part, n);
 		*len += n;
 		(*text)[*len] = '\0';
 		free(part);
 		off += (int64_t)n;
-		if (n == 0 || off >= size)
+		/* A log cut shorter meanwhile (a rearm) ends the read too. */
+		if (n == 0 || *len >= end)
 			return 0;
 	}
 }

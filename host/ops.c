@@ -175,7 +175,9 @@ int sbx_stat(struct sbx_session *s, const char *const *paths, size_t n, struct s
 		while ((rc = sbx_msgr_next(&r, &f)) == 1) {
 			if (f.tag != SBX_T_ENTRY)
 				continue;
-			if (got >= cnt || parse_entry(&f, &res[base + got]) != 0) {
+			/* Each entry answers the path asked at its place, byte for byte. */
+			if (got >= cnt || parse_entry(&f, &res[base + got]) != 0 ||
+			    strcmp(res[base + got].path, paths[base + got]) != 0) {
 				rc = -1;
 				break;
 			}
@@ -337,6 +339,15 @@ int sbx_job_start(struct sbx_session *s, const uint8_t *req, size_t len,
 		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "job");
 	p->opts = o;
 	p->start_ns = sbx_now_ns();
+	/* Which output channels the job may use: a command both, a download its archive on
+	 * stdout, an upload none. */
+	struct sbx_field of;
+	int64_t op = 0;
+	if (sbx_msg_find(req, len, SBX_T_OP, &of) == 1)
+		sbx_field_i64(&of, &op);
+	p->out_chans = op == SBX_OP_EXEC       ? 1u << SBX_CH_STDOUT | 1u << SBX_CH_STDERR
+	               : op == SBX_OP_DOWNLOAD ? 1u << SBX_CH_STDOUT
+	                                       : 0;
 	for (int c = 0; c < SBX_CH_COUNT; c++)
 		sbx_credit_rx_init(&p->rx[c], SBX_WINDOW_DEFAULT);
 	sbx_credit_tx_init(&p->tx_in, (uint64_t)s->hello.window);

@@ -399,7 +399,10 @@ int sbx_hs_stop_harness(struct sbx_hs *hs, double timeout_s, struct sbx_err *e);
 int sbx_hs_expire(struct sbx_hs *hs, double timeout_s, const char *reason, int *accepted,
                   struct sbx_err *e);
 
-/* The combined supervisor/harness log (malloc'd, NUL-terminated). */
+/* The combined supervisor/harness log as it is when the call starts (malloc'd,
+ * NUL-terminated); a log larger than SBX_HS_LOG_MAX is refused (read it by offsets with
+ * sbx_run_read). */
+#define SBX_HS_LOG_MAX (64 << 20)
 int sbx_hs_read_output_log(struct sbx_hs *hs, char **text, size_t *len, struct sbx_err *e);
 
 /* Rearms a finished activation with fresh supervisor files in the same folder. */

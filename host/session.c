@@ -253,9 +253,12 @@ static int on_data(struct sbx_session *s, const struct sbx_frame *f, struct sbx_
 		return breaks(s, e, SBX_EPROTOCOL, 0, "DATA on an unknown channel%s", "");
 	int ch = f->payload[0];
 	struct sbx_stream *p = find(s, f->stream);
-	if (p == NULL || p->kind != SBX_STREAM_EXEC)
+	if (p == NULL || p->kind != SBX_STREAM_EXEC || p->done)
 		return breaks(s, e, SBX_EPROTOCOL, 0, "DATA on a stream that is not a command%s",
 		              "");
+	if (!(p->out_chans & (1u << ch)) || p->out_end[ch])
+		return breaks(s, e, SBX_EPROTOCOL, 0, "DATA on a channel %s",
+		              p->out_end[ch] ? "after its END" : "this job does not send on");
 	uint64_t n = f->len - 1;
 	if (sbx_credit_rx_received(&p->rx[ch], n) != 0)
 		return breaks(s, e, SBX_EPROTOCOL, 0, "the agent overran its output credit%s", "");
@@ -390,7 +393,8 @@ void sbx_session_drain_stderr(struct sbx_session *s)
 {
 	if (s->err_fd < 0)
 		return;
-	for (;;) {
+	/* At most 256 KiB a call: a channel that floods its stderr still lets the loop go on. */
+	for (int round = 0; round < 64; round++) {
 		char buf[4096];
 		ssize_t n = read(s->err_fd, buf, sizeof buf);
 		if (n < 0 && errno == EINTR)

@@ -32,6 +32,7 @@ struct sbx_stream {
 	size_t stdin_off;
 	int stdin_done;
 	int out_end[SBX_CH_COUNT];
+	unsigned out_chans; /* bit per output channel this job may send DATA on (by its OP) */
 	int sink_failed;
 	int64_t start_ns;
 };

@@ -173,15 +173,25 @@ int sbx_run_read(struct sbx_session *s, const char *session, const char *name, i
 	if (rc != 0)
 		return -1;
 	struct sbx_field f;
-	int64_t v = 0;
+	int64_t fsize = -1;
+	if (sbx_msg_find(p->resp, p->resp_len, SBX_T_SIZE, &f) != 1 ||
+	    sbx_field_i64(&f, &fsize) != 0 || fsize < 0) {
+		sbx_stream_free(s, p);
+		return sbx_err_set(e, SBX_EPROTOCOL, 0, "read response without the file's size");
+	}
 	if (size != NULL)
-		*size = sbx_msg_find(p->resp, p->resp_len, SBX_T_SIZE, &f) == 1 &&
-		                        sbx_field_i64(&f, &v) == 0
-		                ? v
-		                : 0;
+		*size = fsize;
 	if (sbx_msg_find(p->resp, p->resp_len, SBX_T_BYTES, &f) != 1) {
 		sbx_stream_free(s, p);
 		return sbx_err_set(e, SBX_EPROTOCOL, 0, "read response without bytes");
+	}
+	/* No more than asked for, and no more than the file the agent says it has. */
+	if (f.len > max || fsize - offset < (int64_t)f.len) {
+		sbx_stream_free(s, p);
+		return sbx_err_set(e, SBX_EPROTOCOL, 0,
+		                   "read response with %u bytes of %s, more than asked (%zu) or "
+		                   "than the file holds",
+		                   (unsigned)f.len, name, max);
 	}
 	*data = malloc((size_t)f.len + 1);
 	if (*data == NULL) {

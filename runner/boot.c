@@ -99,6 +99,9 @@ static int read_line(int fd, char *buf, size_t cap, size_t *len, int64_t deadlin
 {
 	*len = 0;
 	for (;;) {
+		if (sbx_now_ns() >= deadline_ns)
+			return sbx_err_set(e, SBX_EUNAVAILABLE, ETIMEDOUT,
+			                   "agent delivery: no agent before the deadline");
 		char c;
 		ssize_t r = read(fd, &c, 1);
 		if (r == 1) {

@@ -61,7 +61,7 @@ one "make with no target builds everything (.DEFAULT_GOAL all)" sh -c \
 	"make -C '$top' -n -p 2>/dev/null | grep -qx '.DEFAULT_GOAL := all'"
 
 echo "== unit tests (cmocka)"
-export SBX_AGENT_DIR="$top/build/agent"
+export SBX_AGENT_DIR="$top/build/agent" SBX_FAKE_AGENT="$top/tests/fake/agent.py"
 cmocka() { # name, command...
 	local out=/tmp/sbx-unit.$$ name=$1
 	shift

@@ -393,6 +393,123 @@ def mode_slow_hello(a, seconds="1"):
     a.hello_delay = float(seconds)
 
 
+# ---- answers that do not match their questions (issue 15, class 7) ----
+
+def mode_stat_wrong_path(a):
+    """STAT entries name another path than the one asked at their place."""
+    def h(a, stream, fields):
+        m = ok()
+        for p in fall(fields, "PATH"):
+            m.raw("ENTRY", Msg().raw("PATH", p + b".other").str("TYPE", "file").bytes())
+        a.respond(stream, m)
+    a.handlers[OP["STAT"]] = h
+
+
+def mode_stat_extra(a):
+    """One STAT entry more than paths asked."""
+    def h(a, stream, fields):
+        m = ok()
+        for p in fall(fields, "PATH") + [b"/etc/shadow"]:
+            m.raw("ENTRY", Msg().raw("PATH", p).str("TYPE", "file").bytes())
+        a.respond(stream, m)
+    a.handlers[OP["STAT"]] = h
+
+
+def mode_unasked_response(a):
+    """A RESPONSE on a stream the host never opened, before the real answer."""
+    def h(a, stream, fields):
+        a.respond(stream + 1000, ok().str("KIND", "file"))
+        h_kind(a, stream, fields)
+    a.handlers[OP["KIND"]] = h
+
+
+def mode_double_response(a):
+    """Every KIND answered twice."""
+    def h(a, stream, fields):
+        h_kind(a, stream, fields)
+        h_kind(a, stream, fields)
+    a.handlers[OP["KIND"]] = h
+
+
+def mode_pong_for_request(a):
+    """A KIND answered with a PONG."""
+    a.handlers[OP["KIND"]] = lambda a, stream, fields: a.send(PONG, stream, b"")
+
+
+def mode_data_on_probe(a):
+    """DATA on a probe's stream."""
+    def h(a, stream, fields):
+        a.send(DATA, stream, b"\x01stolen")
+        h_kind(a, stream, fields)
+    a.handlers[OP["KIND"]] = h
+
+
+def mode_download_stderr(a):
+    """A download that sends bytes on channel 2, which transfers do not have."""
+    def h(a, stream, fields):
+        a.send(DATA, stream, b"\x02not an archive")
+        h_download(a, stream, fields)
+    a.handlers[OP["DOWNLOAD"]] = h
+
+
+def mode_data_after_end(a):
+    """Command output that goes on after its END."""
+    def h(a, stream, fields):
+        a.send_data(stream, 1, b"one", end=True)
+        a.send(DATA, stream, b"\x01more")
+        h_exec(a, stream, fields)
+    a.handlers[OP["EXEC"]] = h
+
+
+def mode_read_oversize(a):
+    """SUP_READ answers with more bytes than asked for."""
+    def h(a, stream, fields):
+        want = i64(fget(fields, "LENGTH", struct.pack(">q", 512 * 1024)))
+        data = b"x" * (want + 100)
+        a.respond(stream, ok().i64("SIZE", len(data)).raw("BYTES", data))
+    a.handlers[OP["SUP_READ"]] = h
+
+
+def mode_read_past_size(a):
+    """SUP_READ answers with more bytes than the size it reports."""
+    def h(a, stream, fields):
+        a.respond(stream, ok().i64("SIZE", 3).raw("BYTES", b"0123456789"))
+    a.handlers[OP["SUP_READ"]] = h
+
+
+# ---- reads that would never end (issue 15, class 4) ----
+
+def mode_log_grows(a):
+    """The output log grows by more than each read takes, for ever."""
+    def h(a, stream, fields):
+        off = i64(fget(fields, "OFFSET", struct.pack(">q", 0)))
+        want = i64(fget(fields, "LENGTH", struct.pack(">q", 512 * 1024)))
+        a.respond(stream, ok().i64("SIZE", off + 2 * want + 1).raw("BYTES", b"L" * want))
+    a.handlers[OP["SUP_READ"]] = h
+
+
+def mode_log_huge(a):
+    """The output log claims to be 1 TiB."""
+    def h(a, stream, fields):
+        want = i64(fget(fields, "LENGTH", struct.pack(">q", 512 * 1024)))
+        a.respond(stream, ok().i64("SIZE", 1 << 40).raw("BYTES", b"L" * want))
+    a.handlers[OP["SUP_READ"]] = h
+
+
+def mode_stderr_flood(a):
+    """stderr written without pause from before HELLO until the end."""
+    import threading
+
+    def flood():
+        line = b"E" * 65535 + b"\n"
+        try:
+            while True:
+                os.write(2, line)
+        except OSError:
+            pass
+    threading.Thread(target=flood, daemon=True).start()
+
+
 def load_modes():
     modes = {k[5:]: v for k, v in globals().items() if k.startswith("mode_")}
     here = os.path.dirname(os.path.abspath(__file__))
