@@ -165,6 +165,10 @@ $(B)/fuzz/fuzz_unpack: FUZZ_EXTRA := archive/unpack.c archive/wbehind.c $(LIBARC
 $(B)/fuzz/fuzz_unpack: archive/unpack.c archive/unpack.h
 $(B)/fuzz/fuzz_pack_hdr: FUZZ_EXTRA := archive/pack_hdr.c $(LIBARCHIVE_HOST)
 $(B)/fuzz/fuzz_pack_hdr: archive/pack_hdr.c archive/pack_hdr.h
+# fuzz_host drives the whole library (session, operations, transfers) over a socketpair.
+FUZZ_HOST_SRC := $(filter-out shared/% host/json.c,$(LIB_SRC))
+$(B)/fuzz/fuzz_host: FUZZ_EXTRA := $(FUZZ_HOST_SRC) $(LIBARCHIVE_HOST) -lpthread
+$(B)/fuzz/fuzz_host: $(FUZZ_HOST_SRC)
 $(B)/fuzz/fuzz_boot: FUZZ_EXTRA := runner/boot_dialog.c
 $(B)/fuzz/fuzz_boot: runner/boot_dialog.c runner/boot.h
 
