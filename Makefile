@@ -141,6 +141,8 @@ TESTS := $(patsubst tests/unit/%.c,$(H)/tests/%,$(TEST_SRC))
 # Tests of agent-side code compile that code for the host too.
 $(H)/tests/test_probe: TEST_EXTRA := agent/probe.c
 $(H)/tests/test_probe: agent/probe.c
+$(H)/tests/test_keeper: TEST_EXTRA := agent/keeper.c agent/resident.c
+$(H)/tests/test_keeper: agent/keeper.c agent/keeper.h agent/resident.c
 $(H)/tests/test_stdin: TEST_EXTRA := agent/stdin.c
 $(H)/tests/test_stdin: agent/stdin.c agent/stdin.h
 
@@ -158,7 +160,7 @@ FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
 FUZZERS := $(patsubst fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRC))
 FUZZ_LIB_SRC := $(wildcard shared/*.c) host/json.c
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-	-Ishared -Iarchive -Ihost -Irunner -I$(SBX_CACHE)/host/include
+	-Ishared -Iarchive -Ihost -Irunner -Iagent -I$(SBX_CACHE)/host/include
 # fuzz_unpack drives the archive engine: it also links archive/unpack.c and the host
 # libarchive (built without sanitizer instrumentation by toolchain/build.sh).
 $(B)/fuzz/fuzz_unpack: FUZZ_EXTRA := archive/unpack.c archive/wbehind.c $(LIBARCHIVE_HOST)
@@ -169,6 +171,8 @@ $(B)/fuzz/fuzz_pack_hdr: archive/pack_hdr.c archive/pack_hdr.h
 FUZZ_HOST_SRC := $(filter-out shared/% host/json.c,$(LIB_SRC))
 $(B)/fuzz/fuzz_host: FUZZ_EXTRA := $(FUZZ_HOST_SRC) $(LIBARCHIVE_HOST) -lpthread
 $(B)/fuzz/fuzz_host: $(FUZZ_HOST_SRC)
+$(B)/fuzz/fuzz_keeper: FUZZ_EXTRA := agent/keeper.c agent/resident.c
+$(B)/fuzz/fuzz_keeper: agent/keeper.c agent/keeper.h
 $(B)/fuzz/fuzz_boot: FUZZ_EXTRA := runner/boot_dialog.c
 $(B)/fuzz/fuzz_boot: runner/boot_dialog.c runner/boot.h
 

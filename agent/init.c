@@ -10,11 +10,14 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "keeper.h"
 #include "resident.h"
 #include "serve.h"
 
@@ -31,13 +34,18 @@ static void reap_all(int block)
 }
 
 /* A connection taken: its own `serve` process, with init's signal mask undone, in the
- * folder init was started in (home: where an exec into the container starts too). */
-static void serve_child(int c, int lfd, int sfd, int home)
+ * folder init was started in (home: where an exec into the container starts too). It keeps
+ * no copy of the keeper's secret: trust requests go to init's keeper socket like any other
+ * serve process's. */
+static void serve_child(int c, int lfd, int sfd, int kfd, int home, struct sbx_keeper *k)
 {
 	pid_t p = fork();
 	if (p == 0) {
+		memset(k, 0, sizeof *k);
 		close(lfd);
 		close(sfd);
+		if (kfd >= 0)
+			close(kfd);
 		if (home >= 0 && fchdir(home) == 0)
 			close(home);
 		sigset_t none;
@@ -58,44 +66,57 @@ int sbx_init_main(int serve)
 		fputs("sbx-agent init: must run as PID 1 of its own pid namespace\n", stderr);
 		return 2;
 	}
+	/* The keeper's secret will live here: no ptrace, no /proc/1/mem (agent/keeper.h). */
+	prctl(PR_SET_DUMPABLE, 0);
+	struct sbx_keeper keeper;
+	memset(&keeper, 0, sizeof keeper);
 	/* Every signal is taken synchronously: nothing runs in a handler, and a signal the loop
 	 * does not ask for stays blocked (ignored) for good. */
 	sigset_t all;
 	sigfillset(&all);
 	sigprocmask(SIG_BLOCK, &all, NULL);
-	int home = serve ? open(".", O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	int home = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct sbx_keeper_conns conns;
+	sbx_keeper_conns_init(&conns, home);
 	if (chdir("/") != 0) {
 		/* Nothing to do: the creator chose the root; stay where we are. */
 	}
-	int lfd = -1, sfd = -1;
+	char err[160];
+	int sfd = signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0) {
+		fprintf(stderr, "sbx-agent init: signalfd: %s\n", strerror(errno));
+		return 2;
+	}
+	int lfd = -1;
 	if (serve && geteuid() != 0) {
 		fputs("sbx-agent init: not root; sessions come by exec\n", stderr);
 	} else if (serve) {
-		char err[160];
-		sfd = signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK);
-		lfd = sfd >= 0 ? sbx_resident_listen(err, sizeof err) : -1;
+		lfd = sbx_resident_listen(err, sizeof err);
 		if (lfd < 0) /* init still does its first job; sessions come by exec */
-			fprintf(stderr, "sbx-agent init: %s\n", sfd < 0 ? "signalfd" : err);
+			fprintf(stderr, "sbx-agent init: %s\n", err);
 	}
+	int kfd = sbx_keeper_listen(err, sizeof err);
+	if (kfd < 0) /* no keeper: the host's trust requests fail, saying so */
+		fprintf(stderr, "sbx-agent init: %s\n", err);
 	for (;;) {
-		int sig;
-		if (lfd >= 0) {
-			struct pollfd p[2] = {{sfd, POLLIN, 0}, {lfd, POLLIN, 0}};
-			if (poll(p, 2, -1) < 0)
-				continue;
-			if (p[1].revents & POLLIN) {
-				int c = sbx_resident_accept(lfd);
-				if (c >= 0)
-					serve_child(c, lfd, sfd, home);
-			}
-			struct signalfd_siginfo si;
-			if (!(p[0].revents & POLLIN) || read(sfd, &si, sizeof si) != sizeof si)
-				continue;
-			sig = (int)si.ssi_signo;
-		} else {
-			siginfo_t si;
-			sig = sigwaitinfo(&all, &si);
+		/* [0] signals, [1] resident listener, [2] keeper listener, then its connections */
+		struct pollfd p[3 + SBX_KEEPER_CONNS];
+		p[0] = (struct pollfd){sfd, POLLIN, 0};
+		p[1] = (struct pollfd){lfd, POLLIN, 0};
+		int timeout = -1;
+		sbx_keeper_conns_poll(&conns, kfd, p + 2, &timeout);
+		if (poll(p, 3 + SBX_KEEPER_CONNS, timeout) < 0)
+			continue;
+		if (p[1].revents & POLLIN) {
+			int c = sbx_resident_accept(lfd);
+			if (c >= 0)
+				serve_child(c, lfd, sfd, kfd, home, &keeper);
 		}
+		sbx_keeper_conns_ready(&keeper, &conns, kfd, p + 2);
+		struct signalfd_siginfo si;
+		if (!(p[0].revents & POLLIN) || read(sfd, &si, sizeof si) != sizeof si)
+			continue;
+		int sig = (int)si.ssi_signo;
 		if (sig == SIGCHLD) {
 			reap_all(0);
 		} else if (sig == SIGTERM) {
@@ -105,6 +126,6 @@ int sbx_init_main(int serve)
 			reap_all(1);
 			return 0;
 		}
-		/* Any other signal, or EINTR: ignored. */
+		/* Any other signal: ignored. */
 	}
 }

@@ -10,43 +10,45 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-/* A folder of ours at parent/.sbx-serve: made 0700, or one already there that is a real
- * folder owned by root (never followed through a symlink). Its fd, or -1. */
-static int own_dir(const char *parent)
+static const char *const where[] = {"/", "/run", "/dev/shm", "/tmp"};
+
+/* A folder of ours at parent/name: made 0700, or one already there that is a real folder
+ * owned by us (never followed through a symlink). Its fd, or -1. */
+static int own_dir(const char *parent, const char *name, int create)
 {
 	int pfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (pfd < 0)
 		return -1;
-	if (mkdirat(pfd, SBX_RESIDENT_NAME, 0700) != 0 && errno != EEXIST) {
+	if (create && mkdirat(pfd, name, 0700) != 0 && errno != EEXIST) {
 		close(pfd);
 		return -1;
 	}
-	int dfd = openat(pfd, SBX_RESIDENT_NAME, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int dfd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	close(pfd);
 	struct stat st;
-	if (dfd < 0 || fstat(dfd, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
-	    fchmod(dfd, 0700) != 0) {
+	if (dfd < 0 || fstat(dfd, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (create ? fchmod(dfd, 0700) != 0 : (st.st_mode & 022) != 0)) {
 		if (dfd >= 0)
 			close(dfd);
 		return -1;
 	}
-	unlinkat(dfd, "s", 0); /* a restarted container's old socket */
 	return dfd;
 }
 
-int sbx_resident_listen(char *err, size_t cap)
+int sbx_sock_listen(const char *dir, const char *sock, char *err, size_t cap)
 {
-	static const char *const where[] = {"/", "/run", "/dev/shm", "/tmp"};
 	int saved = ENOENT;
 	for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
-		int dfd = own_dir(where[i]);
+		int dfd = own_dir(where[i], dir, 1);
 		if (dfd < 0) {
 			saved = errno;
 			continue;
 		}
-		/* Bound from inside the folder (init is single-threaded): the name cannot be
+		unlinkat(dfd, sock, 0); /* a restarted container's old socket */
+		/* Bound from inside the folder (the caller is single-threaded): the name cannot be
 		 * switched under us, and /proc is not needed. */
-		struct sockaddr_un a = {.sun_family = AF_UNIX, .sun_path = "s"};
+		struct sockaddr_un a = {.sun_family = AF_UNIX};
+		snprintf(a.sun_path, sizeof a.sun_path, "%s", sock);
 		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		int ok = fd >= 0 && fchdir(dfd) == 0 &&
 		         bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 64) == 0;
@@ -62,9 +64,39 @@ int sbx_resident_listen(char *err, size_t cap)
 			close(fd);
 		close(dfd);
 	}
-	snprintf(err, cap, "no folder for the resident socket: %s", strerror(saved));
+	snprintf(err, cap, "no folder for the %s socket: %s", dir, strerror(saved));
 	errno = saved;
 	return -1;
+}
+
+int sbx_sock_connect(const char *dir, const char *sock)
+{
+	int saved = ENOENT;
+	for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
+		int dfd = own_dir(where[i], dir, 0);
+		if (dfd < 0)
+			continue;
+		close(dfd);
+		/* By name: a folder swapped after the check can only put another listener there,
+		 * which the callers' protocol does not trust (agent/keeper.h). */
+		struct sockaddr_un a = {.sun_family = AF_UNIX};
+		snprintf(a.sun_path, sizeof a.sun_path, "%s%s%s/%s", where[i],
+		         where[i][1] != '\0' ? "/" : "", dir, sock);
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int rc = fd >= 0 ? connect(fd, (struct sockaddr *)&a, sizeof a) : -1;
+		saved = errno;
+		if (rc == 0)
+			return fd;
+		if (fd >= 0)
+			close(fd);
+	}
+	errno = saved;
+	return -1;
+}
+
+int sbx_resident_listen(char *err, size_t cap)
+{
+	return sbx_sock_listen(SBX_RESIDENT_NAME, "s", err, cap);
 }
 
 int sbx_resident_accept(int lfd)

@@ -19,6 +19,15 @@
  * removed. */
 int sbx_resident_listen(char *err, size_t cap);
 
+/* A listening unix socket (non-blocking, close-on-exec) at DIR/dir/sock for the first DIR of
+ * the list above whose dir folder it can make or reuse (0700, owned by this euid, never a
+ * symlink); an old socket there is removed. -1 with a message in err. */
+int sbx_sock_listen(const char *dir, const char *sock, char *err, size_t cap);
+
+/* A connection (blocking) to DIR/dir/sock at the first DIR of the list where that folder is
+ * ours (owned by this euid, not writable by others); -1 with errno when none answers. */
+int sbx_sock_connect(const char *dir, const char *sock);
+
 /* One pending connection: the connected socket (blocking) when its peer is outside this pid
  * namespace; -1 when there was none or it was refused (closed unanswered). */
 int sbx_resident_accept(int lfd);

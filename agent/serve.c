@@ -20,6 +20,7 @@
 #include "exec.h"
 #include "frame.h"
 #include "hello.h"
+#include "keeper.h"
 #include "direct.h"
 #include "msg.h"
 #include "outq.h"
@@ -86,6 +87,9 @@ struct serve {
 		int64_t pipe_wait_ns; /* since when the job's pipe has been full; 0: not waiting */
 	} sink;
 	int no_splice; /* the connection cannot be spliced from */
+	/* The keeper the host set up for this session (SETUP with KEEP 0); without a secret,
+	 * trust requests go to the sandbox's keeper socket. */
+	struct sbx_keeper keeper;
 	char fatal[256];
 };
 
@@ -300,6 +304,39 @@ static void offer_direct(struct serve *s, const struct sbx_frame *f, struct sbx_
 	queue(s, SBX_LANE_CTRL, SBX_F_RESPONSE, 0, f->stream, s->resp, w->len);
 }
 
+/* AUTH, SETUP and SUP_RUN: answered by this process's keeper when it holds the secret, else by
+ * the sandbox's keeper over its socket (SETUP with KEEP 1 starts a keeper daemon when there is
+ * none). Blocking, bounded by the socket's timeouts (agent/keeper.c). */
+static void trust_request(struct serve *s, const struct sbx_frame *f, int64_t op,
+                          struct sbx_msgw *w)
+{
+	struct sbx_field fk, fs;
+	int64_t keep = 0;
+	if (op == SBX_OP_SETUP && sbx_msg_find(f->payload, f->len, SBX_T_KEEP, &fk) == 1)
+		sbx_field_i64(&fk, &keep);
+	if (s->keeper.have || (op == SBX_OP_SETUP && keep == 0)) {
+		sbx_keeper_answer(&s->keeper, f->payload, f->len, w);
+		return;
+	}
+	if (sbx_keeper_call(f->payload, f->len, w) == 0)
+		return;
+	int err = errno;
+	char msg[200];
+	if (op == SBX_OP_SETUP && sbx_msg_find(f->payload, f->len, SBX_T_SECRET, &fs) == 1 &&
+	    fs.len == SBX_SECRET_LEN && (err == ENOENT || err == ECONNREFUSED)) {
+		if (sbx_keeper_spawn(fs.val, msg, sizeof msg) == 0) {
+			sbx_msgw_i64(w, SBX_T_STATUS, 0);
+			return;
+		}
+	} else {
+		snprintf(msg, sizeof msg, "no keeper answers in this sandbox: %s", strerror(err));
+		err = ENOKEY;
+	}
+	sbx_msgw_i64(w, SBX_T_STATUS, SBX_ETRANSFER);
+	sbx_msgw_i64(w, SBX_T_ERRNO, err);
+	sbx_msgw_str(w, SBX_T_MESSAGE, msg);
+}
+
 static void on_request(struct serve *s, const struct sbx_frame *f)
 {
 	struct sbx_field op;
@@ -341,7 +378,9 @@ static void on_request(struct serve *s, const struct sbx_frame *f)
 		offer_direct(s, f, &w);
 		return;
 	case SBX_OP_SUP_RUN:
-		sbx_supctl_run(f->payload, f->len, &w);
+	case SBX_OP_AUTH:
+	case SBX_OP_SETUP:
+		trust_request(s, f, v, &w);
 		break;
 	case SBX_OP_SUP_SIGNAL:
 		sbx_supctl_signal(f->payload, f->len, &w);
@@ -1080,6 +1119,7 @@ int sbx_serve(int in_fd, int out_fd)
 		free(j->res);
 		free(j);
 	}
+	memset(&s.keeper, 0, sizeof s.keeper);
 	sbx_outq_free(&s.out);
 	sbx_stage_close(&s.stage);
 	free(s.decbuf);

@@ -99,7 +99,8 @@ static void detach_fds(void)
 	}
 }
 
-void sbx_supctl_run(const uint8_t *req, size_t len, struct sbx_msgw *w)
+void sbx_supctl_run(const uint8_t *req, size_t len, const uint8_t *key, size_t key_len,
+                    struct sbx_msgw *w)
 {
 	char dir[4096];
 	struct sbx_field f;
@@ -158,11 +159,7 @@ void sbx_supctl_run(const uint8_t *req, size_t len, struct sbx_msgw *w)
 			bad = (user = sbx_field_strdup(&f)) == NULL;
 			break;
 		case SBX_T_KEY:
-			bad = f.len > sizeof o.key;
-			if (!bad) {
-				memcpy(o.key, f.val, f.len);
-				o.key_len = f.len;
-			}
+			bad = 1; /* a key never comes over the channel */
 			break;
 		case SBX_T_ENV_CLEAR:
 		case SBX_T_TIMEOUT_MS:
@@ -191,6 +188,12 @@ void sbx_supctl_run(const uint8_t *req, size_t len, struct sbx_msgw *w)
 	o.env = env;
 	o.cwd = cwd;
 	o.user = user;
+	if (key_len > sizeof o.key) {
+		reply_err(w, SBX_EUSAGE, 0, "receipt key too long");
+		goto out;
+	}
+	memcpy(o.key, key, key_len);
+	o.key_len = key_len;
 
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) != 0) {

@@ -9,7 +9,11 @@
 
 #include "msg.h"
 
-void sbx_supctl_run(const uint8_t *req, size_t len, struct sbx_msgw *w);
+/* Launches the supervisor a run request describes, with the receipt key given (derived by the
+ * keeper: agent/keeper.h); a KEY field in the request is refused (keys never cross the
+ * channel). */
+void sbx_supctl_run(const uint8_t *req, size_t len, const uint8_t *key, size_t key_len,
+                    struct sbx_msgw *w);
 void sbx_supctl_signal(const uint8_t *req, size_t len, struct sbx_msgw *w);
 void sbx_supctl_status(const uint8_t *req, size_t len, struct sbx_msgw *w);
 void sbx_supctl_read(const uint8_t *req, size_t len, struct sbx_msgw *w);

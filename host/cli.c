@@ -361,6 +361,17 @@ static int open_session(const struct opts *o, int brief, struct sbx_session **s,
 		rc = sbx_session_open(s, r.argv, r.agent, o->timeout, e);
 	}
 	sbx_runner_free(&r);
+	if (rc == 0) {
+		/* Trust is started, not waited for: only supervision needs it, and it says why
+		 * when it is missing. */
+		char spec[4200];
+		snprintf(spec, sizeof spec, "%s%s", o->via ? "via:" : "",
+		         o->via      ? o->via
+		         : o->runner ? o->runner
+		                     : "local");
+		struct sbx_err te;
+		sbx_session_trust_for(*s, spec, &te);
+	}
 	return rc;
 }
 

@@ -96,9 +96,15 @@ static int open_ns(const char *name, struct sbx_session **s, struct sbx_err *e);
 static int sb_open(const struct rollout *r, const char *name, struct sbx_session **s,
                    struct sbx_err *e)
 {
-	if (r->podman)
-		return sbx_podman_open("podman", name, NULL, 30, 1, s, NULL, e);
-	return open_ns(name, s, e);
+	if (!r->podman)
+		return open_ns(name, s, e);
+	if (sbx_podman_open("podman", name, NULL, 30, 1, s, NULL, e) != 0)
+		return -1;
+	char spec[80];
+	snprintf(spec, sizeof spec, "podman:%s", name);
+	struct sbx_err te;
+	sbx_session_trust_for(*s, spec, &te);
+	return 0;
 }
 
 static int open_ns(const char *name, struct sbx_session **s, struct sbx_err *e)
@@ -112,6 +118,9 @@ static int open_ns(const char *name, struct sbx_session **s, struct sbx_err *e)
 		return -1;
 	int rc = sbx_session_open(s, rn.argv, rn.agent, 30, e);
 	sbx_runner_free(&rn);
+	struct sbx_err te;
+	if (rc == 0)
+		sbx_session_trust_for(*s, spec, &te);
 	return rc;
 }
 

@@ -70,6 +70,24 @@ static int key_path(const struct opts *o, const char *session, const char *given
 	return 0;
 }
 
+/* Keeps a run's receipt key (0600, a fresh file). */
+static int save_key(const char *path, const uint8_t key[KEY_LEN], struct sbx_err *e)
+{
+	unlink(path);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int ok = fd >= 0 && write(fd, key, KEY_LEN) == KEY_LEN;
+	int err = errno;
+	if (fd >= 0 && close(fd) != 0 && ok) {
+		ok = 0;
+		err = errno;
+	}
+	if (!ok) {
+		unlink(path);
+		return sbx_err_set(e, SBX_EUSAGE, err, "cannot write key file %s", path);
+	}
+	return 0;
+}
+
 /* Reads the key; with create, makes a new random one when the file is missing. */
 static int load_key(const char *path, int create, uint8_t key[KEY_LEN], struct sbx_err *e)
 {
@@ -203,10 +221,8 @@ static int cmd_run(const struct opts *o, struct sbx_session *s, struct sup_args 
 	uint8_t key[KEY_LEN];
 	if (key_path(o, a->session, a->key_file, kp, sizeof kp, e) != 0)
 		return fail(o, e, EX_USAGE);
-	/* A new run gets a new key: the old file would let a harness that read it forge. */
+	/* A new run gets a new key (sbx_run_start derives it): the old file goes first. */
 	unlink(kp);
-	if (load_key(kp, 1, key, e) != 0)
-		return fail(o, e, EX_USAGE);
 	struct sbx_run_opts ro;
 	sbx_run_opts_init(&ro);
 	ro.session = a->session;
@@ -218,12 +234,12 @@ static int cmd_run(const struct opts *o, struct sbx_session *s, struct sup_args 
 	ro.timeout_s = a->timeout;
 	ro.grace_s = a->grace;
 	ro.log_max = a->log_max;
-	ro.key = key;
-	ro.key_len = KEY_LEN;
 	int64_t pid;
-	int rc = sbx_run_start(s, &ro, &pid, e);
+	int rc = sbx_run_start(s, &ro, &pid, key, e);
 	if (rc != 0)
 		return fail(o, e, EX_EXEC_SBX);
+	if (save_key(kp, key, e) != 0)
+		return fail(o, e, EX_USAGE);
 	if (a->detach) {
 		printf("{\"ok\":true,\"session\":\"%s\",\"supervisor_pid\":%lld}\n", a->session,
 		       (long long)pid);
@@ -345,7 +361,8 @@ int cli_sup_session(struct sbx_session *s, const char *op, const struct sbx_json
 		sbx_err_set(e, SBX_EUSAGE, 0, "%s needs \"session\"", op);
 		return 1;
 	}
-	/* Key: given as hex in the request ("key"), or none (then receipts are not verified). */
+	/* Key: given as hex in the request ("key"), or none (then receipts are not verified);
+	 * "run" answers with it instead. */
 	uint8_t key[64];
 	size_t key_len = 0;
 	const struct sbx_json *kj = sbx_json_get(req, "key");
@@ -399,17 +416,23 @@ int cli_sup_session(struct sbx_session *s, const char *op, const struct sbx_json
 			ro.timeout_s = d;
 		if ((x = sbx_json_get(req, "grace")) != NULL && sbx_json_double(x, &d) == 0)
 			ro.grace_s = d;
-		ro.key = key;
-		ro.key_len = key_len;
 		int64_t pid;
-		int r = sbx_run_start(s, &ro, &pid, e);
+		uint8_t rkey[SBX_RUN_KEY_LEN];
+		int r = key_len != 0 ? sbx_err_set(e, SBX_EUSAGE, 0,
+		                                   "run takes no \"key\": it answers with the "
+		                                   "run's key, derived in the sandbox's keeper")
+		                     : sbx_run_start(s, &ro, &pid, rkey, e);
 		free(argv);
 		if (r != 0)
 			return 1;
+		char khex[2 * SBX_RUN_KEY_LEN + 1];
+		sbx_hex(rkey, sizeof rkey, khex);
 		sbx_jw_key(w, "ok");
 		sbx_jw_bool(w, 1);
 		sbx_jw_key(w, "supervisor_pid");
 		sbx_jw_int(w, pid);
+		sbx_jw_key(w, "key");
+		sbx_jw_str(w, khex);
 		*rc = 0;
 		return 1;
 	}

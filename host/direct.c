@@ -59,10 +59,10 @@ static int same_ns(pid_t a, pid_t b)
 	       sa.st_dev == sb.st_dev;
 }
 
-/* Connects to the socket "s" in the folder dir (absolute, as the sandbox sees it) inside the
+/* Connects to the socket sock in the folder dir (absolute, as the sandbox sees it) inside the
  * sandbox whose process pid is given, the folder resolved inside the sandbox's root. The
  * connected socket, or -1 with e set. */
-static int connect_in(pid_t pid, const char *dir, struct sbx_err *e)
+static int connect_in(pid_t pid, const char *dir, const char *sock, struct sbx_err *e)
 {
 	char root[64], via[64];
 	snprintf(root, sizeof root, "/proc/%d/root", (int)pid);
@@ -76,7 +76,7 @@ static int connect_in(pid_t pid, const char *dir, struct sbx_err *e)
 	close(rfd);
 	if (dfd < 0)
 		return sbx_err_set(e, SBX_EUNAVAILABLE, err, "%s inside", dir);
-	snprintf(via, sizeof via, "/proc/self/fd/%d/s", dfd);
+	snprintf(via, sizeof via, "/proc/self/fd/%d/%s", dfd, sock);
 	struct sockaddr_un a = {.sun_family = AF_UNIX};
 	memcpy(a.sun_path, via, strlen(via) + 1);
 	/* Non-blocking: a listener that takes nothing (a full backlog) is an error, not a hang. */
@@ -86,7 +86,7 @@ static int connect_in(pid_t pid, const char *dir, struct sbx_err *e)
 		if (c >= 0)
 			close(c);
 		close(dfd);
-		return sbx_err_set(e, SBX_EUNAVAILABLE, err, "connect %s/s", dir);
+		return sbx_err_set(e, SBX_EUNAVAILABLE, err, "connect %s/%s", dir, sock);
 	}
 	close(dfd);
 	return c;
@@ -116,7 +116,7 @@ static int reach(pid_t pid, const char *path, struct sbx_err *e)
 		return sbx_err_set(e, SBX_EPROTOCOL, 0, "direct socket: the agent offered '%.80s'",
 		                   path);
 	struct sbx_err ce;
-	int c = connect_in(pid, dir, &ce);
+	int c = connect_in(pid, dir, "s", &ce);
 	if (c < 0)
 		return sbx_err_set(e, ce.cls, ce.errnum, "direct socket: %s", ce.msg);
 	pid_t l = listener(c);
@@ -138,7 +138,7 @@ int sbx_session_resident(struct sbx_session **out, pid_t pid, double timeout_s, 
 	            (int)pid);
 	for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
 		struct sbx_err ce;
-		int c = connect_in(pid, where[i], &ce);
+		int c = connect_in(pid, where[i], "s", &ce);
 		if (c < 0)
 			continue;
 		/* Only the sandbox's init made that listener: anything else there is a process of
@@ -158,6 +158,76 @@ int sbx_session_resident(struct sbx_session **out, pid_t pid, double timeout_s, 
 		sbx_session_set_timeout(*out, t);
 		(*out)->resident = 1;
 		return 0;
+	}
+	return -1;
+}
+
+static int read_exact(int c, uint8_t *b, size_t n, int64_t deadline, struct sbx_err *e)
+{
+	while (n > 0) {
+		if (sbx_fd_wait(c, POLLIN, deadline, "keeper", e) != 0)
+			return -1;
+		ssize_t r = read(c, b, n);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r <= 0)
+			return sbx_err_set(e, SBX_EUNAVAILABLE, r < 0 ? errno : 0,
+			                   "keeper: no answer");
+		b += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* One request and its answer on the keeper socket (agent/keeper.h): [u32 length][bytes], each
+ * way. */
+static int keeper_io(int c, const uint8_t *req, size_t len, uint8_t *ans, size_t cap, size_t *n,
+                     int64_t deadline, struct sbx_err *e)
+{
+	uint8_t h[4] = {(uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8),
+	                (uint8_t)len};
+	if (send(c, h, 4, MSG_NOSIGNAL) != 4 || send(c, req, len, MSG_NOSIGNAL) != (ssize_t)len)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "keeper: send");
+	if (read_exact(c, h, 4, deadline, e) != 0)
+		return -1;
+	*n = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
+	if (*n > cap)
+		return sbx_err_set(e, SBX_EPROTOCOL, 0, "keeper: answer too large");
+	return read_exact(c, ans, *n, deadline, e);
+}
+
+int sbx_keeper_setup_at(pid_t pid, const uint8_t secret[SBX_SECRET_LEN], struct sbx_err *e)
+{
+	/* agent/resident.c's list, in its order, with the keeper's folder. */
+	static const char *const where[] = {"/.sbx-keeper", "/run/.sbx-keeper",
+	                                    "/dev/shm/.sbx-keeper", "/tmp/.sbx-keeper"};
+	sbx_err_set(e, SBX_EUNAVAILABLE, 0, "no keeper in the sandbox of process %d", (int)pid);
+	for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
+		struct sbx_err ce;
+		int c = connect_in(pid, where[i], "k", &ce);
+		if (c < 0)
+			continue;
+		if (listener(c) != pid) {
+			close(c);
+			sbx_err_set(e, SBX_EPROTOCOL, 0,
+			            "keeper: the listener at %s is not the sandbox's init",
+			            where[i]);
+			continue;
+		}
+		uint8_t req[96], ans[1024];
+		struct sbx_msgw w;
+		sbx_msgw_init(&w, req, sizeof req);
+		sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_SETUP);
+		sbx_msgw_i64(&w, SBX_T_KEEP, 1);
+		sbx_msgw_bytes(&w, SBX_T_SECRET, secret, SBX_SECRET_LEN);
+		size_t n = 0;
+		int rc = keeper_io(c, req, w.len, ans, sizeof ans, &n, sbx_now_ns() + 5000000000LL,
+		                   e);
+		memset(req, 0, sizeof req);
+		close(c);
+		if (rc != 0)
+			return -1;
+		return sbx_response_status(ans, n, e);
 	}
 	return -1;
 }

@@ -4,14 +4,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "sbx.h"
 
 struct sbx_hs {
 	struct sbx_session *s;
 	char *dir;
-	uint8_t key[32];
+	uint8_t key[SBX_RUN_KEY_LEN]; /* the current activation's receipt key (sbx_run_start) */
 	struct sbx_hs_state st;
 	int expire_requested;
 	int have_receipt;
@@ -29,12 +28,6 @@ int sbx_hs_open(struct sbx_hs **out, struct sbx_session *s, const char *session_
 	if (hs == NULL || (hs->dir = strdup(session_dir)) == NULL) {
 		free(hs);
 		return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "harness session");
-	}
-	if (getrandom(hs->key, sizeof hs->key, 0) != (ssize_t)sizeof hs->key) {
-		int err = errno;
-		free(hs->dir);
-		free(hs);
-		return sbx_err_set(e, SBX_EUSAGE, err, "getrandom");
 	}
 	hs->s = s;
 	*out = hs;
@@ -110,12 +103,10 @@ int sbx_hs_execute(struct sbx_hs *hs, sbx_stage_fn stage, sbx_collect_fn collect
 	if (stage != NULL && stage(ctx, &o, e) != 0)
 		return -1;
 	o.session = hs->dir;
-	o.key = hs->key;
-	o.key_len = sizeof hs->key;
 	if (timeout_s > 0 && (o.timeout_s <= 0 || o.timeout_s > timeout_s))
 		o.timeout_s = timeout_s;
 	hs->st.launch_started = 1;
-	if (sbx_run_start(hs->s, &o, NULL, e) != 0)
+	if (sbx_run_start(hs->s, &o, NULL, hs->key, e) != 0)
 		return -1;
 	double grace = o.grace_s >= 0 ? o.grace_s : 5;
 	double limit = o.timeout_s > 0 ? o.timeout_s + grace + close_timeout_s : 0;
@@ -229,10 +220,9 @@ int sbx_hs_begin_activation(struct sbx_hs *hs, double timeout_s, struct sbx_err 
 	int closing = hs->st.closing;
 	memset(&hs->st, 0, sizeof hs->st);
 	hs->st.closing = closing;
-	/* A fresh key per activation: a harness that saw one activation's files learns nothing
-	 * about the next. */
-	if (getrandom(hs->key, sizeof hs->key, 0) != (ssize_t)sizeof hs->key)
-		return sbx_err_set(e, SBX_EUSAGE, errno, "getrandom");
+	/* The next launch brings a fresh key (sbx_run_start): a harness that saw one activation's
+	 * files learns nothing about the next. */
+	memset(hs->key, 0, sizeof hs->key);
 	return 0;
 }
 

@@ -110,6 +110,48 @@ void sbx_session_set_timeout(struct sbx_session *s, double seconds);
 /* The channel process's stderr so far (at most its last 4 KiB), NUL-terminated. */
 const char *sbx_session_stderr(const struct sbx_session *s);
 
+/* Trust (docs/supervision.md, "Trust"). Each sandbox has a 32-byte secret that only the host and
+ * the sandbox's keeper hold (the keeper: its init, a daemon started at first contact, or for
+ * a sandbox that is this machine the session's agent itself). No key ever crosses the
+ * channel: run requests carry a nonce and a MAC under the secret, and the receipt key is
+ * derived from both on each side. A session is trusted once the keeper has proved it holds
+ * the secret (or has taken it); supervision runs need a trusted session. */
+#define SBX_SECRET_LEN 32
+enum sbx_trust_how {
+	SBX_TRUST_CHECK = 0,   /* the keeper holds secret already: prove it (AUTH) */
+	SBX_TRUST_KEEPER = 1,  /* give secret to the sandbox's keeper, once and for good */
+	SBX_TRUST_SESSION = 2, /* give it to this session's agent for the session's life (a
+	                          sandbox that is this machine: local, qemu) */
+};
+
+/* The trust this session is to establish with secret; asked when first needed (the first run,
+ * or sbx_session_trusted), so sessions that only probe or transfer never start a keeper. */
+int sbx_session_trust(struct sbx_session *s, const uint8_t secret[SBX_SECRET_LEN],
+                      enum sbx_trust_how how, struct sbx_err *e);
+
+/* 0 when the session is trusted (asking now, and waiting within the session timeout, when it
+ * was not asked yet); -1 with the reason otherwise (SBX_ETRANSFER when the sandbox's keeper is
+ * missing or does not hold the secret; SBX_EUSAGE when no trust was asked for). */
+int sbx_session_trusted(struct sbx_session *s, struct sbx_err *e);
+
+/* The host's key store: a secret per sandbox identity (a runner spec such as "ns:t1",
+ * "podman:c1", "ssh:h", or "via:" and the command line), one 0600 file each in the key folder:
+ * $SBX_KEY_DIR, else $HOME/.cache/sbx/keys, else /tmp/sbx-keys-UID (made 0700 when missing;
+ * its path into out). Load: 1 found, 0 none, -1 error. New: a random secret, stored before it
+ * is handed out. Forget: absent is success. */
+int sbx_keydir(char *out, size_t cap, struct sbx_err *e);
+int sbx_secret_load(const char *identity, uint8_t secret[SBX_SECRET_LEN], struct sbx_err *e);
+int sbx_secret_store(const char *identity, const uint8_t secret[SBX_SECRET_LEN], struct sbx_err *e);
+int sbx_secret_new(const char *identity, uint8_t secret[SBX_SECRET_LEN], struct sbx_err *e);
+int sbx_secret_forget(const char *identity, struct sbx_err *e);
+
+/* The trust a session opened for spec starts with ("local", "qemu:ARCH", a runner spec, or
+ * "via:" and a --via line): local and qemu (the sandbox is this machine): a fresh secret for
+ * this session only; any other: AUTH with the stored secret, or, when none is stored, a new
+ * one given to the sandbox's keeper (trust on first use, at the first run) and stored once
+ * the keeper took it. */
+int sbx_session_trust_for(struct sbx_session *s, const char *spec, struct sbx_err *e);
+
 /* One ping round trip; *rtt_s receives its duration. */
 int sbx_ping(struct sbx_session *s, double *rtt_s, struct sbx_err *e);
 
@@ -292,18 +334,21 @@ struct sbx_run_opts {
 	char *const *env;    /* "K=V" over the inherited environment */
 	int env_clear;
 	const char *cwd;
-	const char *user;   /* name or uid; NULL: the agent's user */
-	double timeout_s;   /* deadline from launch; 0 none */
-	double grace_s;     /* SIGTERM -> SIGKILL; < 0: 5 s */
-	int64_t log_max;    /* bytes kept of the combined output; 0: 16 MiB */
-	const uint8_t *key; /* receipt key, at most 64 bytes; held by the supervisor in memory */
-	size_t key_len;
+	const char *user; /* name or uid; NULL: the agent's user */
+	double timeout_s; /* deadline from launch; 0 none */
+	double grace_s;   /* SIGTERM -> SIGKILL; < 0: 5 s */
+	int64_t log_max;  /* bytes kept of the combined output; 0: 16 MiB */
 };
 void sbx_run_opts_init(struct sbx_run_opts *o);
 
-/* Launches the supervisor; *pid (may be NULL) receives its pid. */
+#define SBX_RUN_KEY_LEN 32
+
+/* Launches the supervisor through the sandbox's keeper; needs a trusted session
+ * (sbx_session_trust). *pid (may be NULL) receives the supervisor's pid, key the run's receipt
+ * key (derived from the secret and a fresh nonce on both sides; it never crossed the
+ * channel): keep it to verify the receipt. */
 int sbx_run_start(struct sbx_session *s, const struct sbx_run_opts *o, int64_t *pid,
-                  struct sbx_err *e);
+                  uint8_t key[SBX_RUN_KEY_LEN], struct sbx_err *e);
 
 /* Cancellation (graded as such). Always accepted; the supervisor acts within milliseconds. */
 int sbx_run_stop(struct sbx_session *s, const char *session, struct sbx_err *e);

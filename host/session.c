@@ -809,6 +809,8 @@ void sbx_session_close(struct sbx_session *s)
 		close(s->err_fd);
 	while (s->streams != NULL)
 		sbx_stream_free(s, s->streams);
+	memset(s->secret, 0, sizeof s->secret);
+	free(s->trust_identity);
 	sbx_outq_free(&s->out);
 	free(s->decbuf);
 	free(s->rbuf);

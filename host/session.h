@@ -13,6 +13,7 @@
 #include "proto.h"
 #include "sbx.h"
 #include "stage.h"
+#include "trust.h"
 
 /* DETACHED: a request whose answer nobody waits for (an upload's COMMIT); freed on arrival. */
 enum { SBX_STREAM_REQ, SBX_STREAM_PING, SBX_STREAM_EXEC, SBX_STREAM_DETACHED };
@@ -64,7 +65,16 @@ struct sbx_session {
 	double timeout;
 	int sigpipe_ignored; /* the application ignores SIGPIPE: write without masking it */
 	int64_t last_rx_ns, keepalive_sent_ns;
-	int resident;      /* over the resident agent's socket (sbx_session_resident) */
+	int resident; /* over the resident agent's socket (sbx_session_resident) */
+	/* Trust (host/trust.c): the sandbox's secret as this host knows it, and whether the
+	 * sandbox's keeper has shown it holds it (or took it, for a SETUP). */
+	uint8_t secret[SBX_SECRET_LEN];
+	int trust; /* enum sbx_trust_state (trust.c) */
+	enum sbx_trust_how trust_how;
+	char *trust_identity; /* a secret first given (KEEPER) is stored under it once taken */
+	struct sbx_stream *trust_stream;
+	uint8_t trust_nonce[SBX_NONCE_LEN];
+	struct sbx_err trust_err;
 	uint8_t first[48]; /* the first bytes the channel sent, to show on garbage */
 	size_t seen;
 };
@@ -126,6 +136,11 @@ int sbx_session_open_fd(struct sbx_session **out, int fd, double timeout_s, stru
  * reached through /proc/PID/root (host/direct.c). Taken only when the socket's listener is
  * pid itself. -1 with e set when there is none: the caller goes the exec way. */
 int sbx_session_resident(struct sbx_session **out, pid_t pid, double timeout_s, struct sbx_err *e);
+
+/* Gives the sandbox of pid (its init, as this machine sees it) its secret, straight to init's
+ * keeper socket through /proc/PID/root (host/direct.c): for sandboxes sbx just made, before
+ * anything runs in them. The listener must be pid itself. */
+int sbx_keeper_setup_at(pid_t pid, const uint8_t secret[SBX_SECRET_LEN], struct sbx_err *e);
 
 /* Waits until fd is ready for events (poll) or deadline_ns passes (SBX_EUNAVAILABLE,
  * ETIMEDOUT, the message prefixed with what). */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "digest.h"
@@ -26,16 +27,21 @@ static size_t list_bytes(char *const *l)
 }
 
 int sbx_run_start(struct sbx_session *s, const struct sbx_run_opts *o, int64_t *pid,
-                  struct sbx_err *e)
+                  uint8_t key[SBX_RUN_KEY_LEN], struct sbx_err *e)
 {
 	if (o->session == NULL || o->session[0] != '/')
 		return sbx_err_set(e, SBX_EUSAGE, 0, "run needs an absolute session folder");
 	if (o->argv == NULL || o->argv[0] == NULL)
 		return sbx_err_set(e, SBX_EUSAGE, 0, "run needs a harness argv");
-	if (o->key_len > 64)
-		return sbx_err_set(e, SBX_EUSAGE, 0, "the receipt key is at most 64 bytes");
+	/* The run's key is derived from the sandbox's secret: only a keeper that proved it holds
+	 * it can launch a run whose receipt verifies. */
+	if (sbx_session_trusted(s, e) != 0)
+		return -1;
+	uint8_t nonce[SBX_NONCE_LEN];
+	if (getrandom(nonce, sizeof nonce, 0) != (ssize_t)sizeof nonce)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "getrandom");
 	size_t need = 256 + strlen(o->session) + list_bytes(o->argv) + list_bytes(o->env) +
-	              (o->cwd ? strlen(o->cwd) : 0) + (o->user ? strlen(o->user) : 0) + o->key_len;
+	              (o->cwd ? strlen(o->cwd) : 0) + (o->user ? strlen(o->user) : 0);
 	struct sbx_msgw w;
 	uint8_t *b = sbx_req_buf(need, &w, e);
 	if (b == NULL)
@@ -58,11 +64,14 @@ int sbx_run_start(struct sbx_session *s, const struct sbx_run_opts *o, int64_t *
 		sbx_msgw_i64(&w, SBX_T_GRACE_MS, (int64_t)(o->grace_s * 1000 + 0.5));
 	if (o->log_max > 0)
 		sbx_msgw_i64(&w, SBX_T_LOG_MAX, o->log_max);
-	if (o->key_len > 0)
-		sbx_msgw_bytes(&w, SBX_T_KEY, o->key, o->key_len);
+	sbx_msgw_bytes(&w, SBX_T_NONCE, nonce, sizeof nonce);
+	/* Last: the MAC of everything before it, so no relay can change the harness, its user,
+	 * its environment or its deadline. */
+	uint8_t mac[SBX_MAC_LEN];
+	sbx_trust_run_mac(s->secret, w.buf, w.len, mac);
+	sbx_msgw_bytes(&w, SBX_T_MAC, mac, sizeof mac);
 	struct sbx_stream *p;
 	int rc = sbx_call(s, &w, &p, e);
-	memset(b, 0, need); /* the key was in there */
 	free(b);
 	if (rc != 0)
 		return -1;
@@ -74,6 +83,7 @@ int sbx_run_start(struct sbx_session *s, const struct sbx_run_opts *o, int64_t *
 		               ? v
 		               : 0;
 	sbx_stream_free(s, p);
+	sbx_trust_run_key(s->secret, nonce, key);
 	return 0;
 }
 

@@ -29,6 +29,7 @@
 #include "arch.h"
 #include "procstat.h"
 #include "sbx.h"
+#include "session.h" /* sbx_keeper_setup_at */
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -715,6 +716,29 @@ fail:
 	_exit(1);
 }
 
+/* The sandbox's secret, made now and handed to its init's keeper before anything else runs
+ * there (docs/supervision.md, "Trust"); init binds its socket as it starts, so a moment is
+ * allowed for that. */
+static int give_secret(const char *name, int64_t pid, struct sbx_err *e)
+{
+	char id[80];
+	uint8_t secret[SBX_SECRET_LEN];
+	snprintf(id, sizeof id, "ns:%s", name);
+	if (sbx_secret_new(id, secret, e) != 0)
+		return -1;
+	int64_t end = mono_ms() + 2000;
+	int rc;
+	while ((rc = sbx_keeper_setup_at((pid_t)pid, secret, e)) != 0 &&
+	       e->cls == SBX_EUNAVAILABLE && mono_ms() < end) {
+		struct timespec t = {0, 1000000};
+		nanosleep(&t, NULL);
+	}
+	memset(secret, 0, sizeof secret);
+	if (rc != 0)
+		sbx_secret_forget(id, NULL);
+	return rc;
+}
+
 /* Starts the sandbox's processes; *pid receives its init's host pid. */
 static int start(const struct plan *plan0, int64_t *pid, struct sbx_err *e)
 {
@@ -904,7 +928,7 @@ int sbx_ns_create(const char *image_dir, const char *name, const struct sbx_ns_o
 		            "the sandbox's init is not in a new pid namespace");
 		goto fail;
 	}
-	if (write_state(tmp, name, &s, e) != 0)
+	if (write_state(tmp, name, &s, e) != 0 || give_secret(name, pid, e) != 0)
 		goto fail;
 	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) != 0) {
 		int err = errno;
@@ -979,6 +1003,10 @@ int sbx_ns_remove(const char *name, struct sbx_err *e)
 		return -1;
 	if (st.state == SBX_NS_ABSENT)
 		return 0;
+	char id[80];
+	snprintf(id, sizeof id, "ns:%s", name);
+	if (sbx_secret_forget(id, e) != 0)
+		return -1;
 	if (st.state == SBX_NS_RUNNING && kill_init(s.pid, s.start, e) != 0)
 		return -1;
 	detach_mounts_under(st.dir);

@@ -393,6 +393,9 @@ int sbx_podman_remove(const char *engine, const char *name, struct sbx_err *e)
 	char p[PATH_MAX];
 	if (hint_path(engine, name, p, sizeof p) == 0)
 		unlink(p);
+	snprintf(p, sizeof p, "%s:%s", engine, name);
+	if (sbx_secret_forget(p, e) != 0)
+		return -1;
 	struct words v;
 	w_engine(&v, engine, 0, e);
 	w_add(&v, "rm");
@@ -594,6 +597,28 @@ static int direct_wanted(const char *engine)
 	return getenv("DOCKER_HOST") == NULL && getenv("DOCKER_CONTEXT") == NULL;
 }
 
+/* A fresh secret for the container, handed to its init's keeper (docs/supervision.md,
+ * "Trust"); init binds the keeper socket as it starts, so a moment is allowed for that. */
+static int give_secret(const char *engine, const char *name, pid_t pid, struct sbx_err *e)
+{
+	char id[160];
+	uint8_t secret[SBX_SECRET_LEN];
+	snprintf(id, sizeof id, "%s:%s", engine, name);
+	if (sbx_secret_new(id, secret, e) != 0)
+		return -1;
+	int64_t end = sbx_now_ns() + 5000000000LL;
+	int rc;
+	while ((rc = sbx_keeper_setup_at(pid, secret, e)) != 0 && e->cls == SBX_EUNAVAILABLE &&
+	       sbx_now_ns() < end) {
+		struct timespec t = {0, 2000000};
+		nanosleep(&t, NULL);
+	}
+	memset(secret, 0, sizeof secret);
+	if (rc != 0)
+		sbx_secret_forget(id, NULL);
+	return rc;
+}
+
 /* The image of a root filesystem tarball, imported once per content: its reference is
  * sbx-BASENAME:HEX (the first 16 hex digits of the tarball's SHA-256), so a second create
  * from the same bytes finds it with one inspect instead of importing again; an import also
@@ -759,13 +784,19 @@ int sbx_podman_create(const char *engine, const char *image, const char *name,
 		remove_quiet(engine, name);
 		return -1;
 	}
-	/* Its PID remembered now: the first session already goes to the resident agent. */
+	/* Its PID remembered now: the first session already goes to the resident agent. And the
+	 * sandbox's secret goes to init's keeper before anything else runs there (a remote
+	 * engine's container gets it at its first session instead: trust on first use). */
 	if (direct_wanted(engine)) {
 		struct pid_query q;
 		pid_ask(engine, name, &q);
 		pid_t pid = pid_collect(&q);
 		if (pid > 0)
 			pid_hint_write(engine, name, pid);
+		if (pid > 0 && give_secret(engine, name, pid, e) != 0) {
+			remove_quiet(engine, name);
+			return -1;
+		}
 	}
 	if (name_out != NULL && cap > 0)
 		snprintf(name_out, cap, "%s", name);

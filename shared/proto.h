@@ -38,6 +38,10 @@ enum sbx_op {
 	SBX_OP_COMMIT = 22,   /* the host's SHA-256 of an upload's stream: commit or abort */
 
 	SBX_OP_DIRECT = 23, /* listen on a private unix socket; the session moves there */
+
+	/* trust (agent/keeper.h, shared/trust.h) */
+	SBX_OP_AUTH = 24,  /* prove the sandbox's keeper holds the secret: MAC of a nonce */
+	SBX_OP_SETUP = 25, /* give the sandbox its secret, once (KEEP 1: to a keeper for good) */
 };
 
 /* Capability bits in HELLO. */
@@ -153,6 +157,12 @@ enum sbx_tag {
 
 	/* the direct socket */
 	SBX_T_TOKEN = 110, /* DIRECT: 32 random bytes the connecting side must send first */
+
+	/* trust */
+	SBX_T_SECRET = 111, /* SETUP: the sandbox's 32-byte secret */
+	SBX_T_NONCE = 112,  /* AUTH: the host's challenge; SUP_RUN: the run's nonce (16 bytes) */
+	SBX_T_MAC = 113,    /* AUTH result; SUP_RUN: the host's MAC, the request's last field */
+	SBX_T_KEEP = 114,   /* SETUP: 1 the keeper holds it for good, 0 this session only */
 };
 
 /* The direct socket: the token's size, and the byte the agent sends on the socket once it has taken

@@ -110,7 +110,7 @@ S A exec -- ls /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty /
 ok "/dev: null zero full random urandom tty, /dev/shm 1777"
 [ "$(S A exec -- pwd)" = / ] || die "cwd"
 [ "$(S A kind "$top")" = absent ] || die "the host's $top is visible"
-[ "$(S A exec -- ls -A / | grep -v '^\.sbx$' | LC_ALL=C sort)" = \
+[ "$(S A exec -- ls -A / | grep -vE '^\.sbx(-keeper)?$' | LC_ALL=C sort)" = \
 	"$(ls -A "$img" | LC_ALL=C sort)" ] || die "/ is not the image"
 [ "$(S A sh 'cd /..; pwd; ls -d /../bin')" = "/
 /../bin" ] || die "cd .."

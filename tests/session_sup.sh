@@ -1,14 +1,21 @@
 #!/bin/sh
 # session_sup.sh SBX: the supervision ops of `sbx session` (JSON lines) end to end: run, a
-# receipt that verifies under the right key and not under another, output, attach, rearm,
+# receipt that verifies under the run's key and not under another, output, attach, rearm,
 # close, and a run refused once the session is closing.
 set -eu
 sbx=$1
 dir=$(mktemp -d /tmp/sbx-jsonl-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
-k=00112233445566778899aabbccddeeff
-out=$(printf '%s\n' \
-	'{"id":1,"op":"run","session":"'"$dir"'/s","argv":["sh","-c","echo hi; exit 4"],"key":"'$k'"}' \
+# The run answers with its receipt key (derived in the sandbox's keeper, never sent): a client
+# reads it before it asks for the receipt.
+run=$(printf '%s\n' \
+	'{"id":1,"op":"run","session":"'"$dir"'/s","argv":["sh","-c","echo hi; exit 4"]}' | "$sbx" session)
+k=$(printf '%s\n' "$run" | sed -n 's/.*"key":"\([0-9a-f]*\)".*/\1/p')
+[ ${#k} = 64 ] || { echo "no key in: $run" >&2; exit 1; }
+printf '%s\n' '{"id":9,"op":"run","session":"'"$dir"'/t","argv":["true"],"key":"'$k'"}' |
+	"$sbx" session | grep -q '"ok":false,"error":{"class":"usage".*takes no' ||
+	{ echo "a run given a key was not refused" >&2; exit 1; }
+out=$(printf '%s\n' "$run"; printf '%s\n' \
 	'{"id":2,"op":"receipt","session":"'"$dir"'/s","wait":10,"key":"'$k'"}' \
 	'{"id":3,"op":"receipt","session":"'"$dir"'/s","key":"ff"}' \
 	'{"id":4,"op":"output","session":"'"$dir"'/s"}' \

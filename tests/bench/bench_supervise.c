@@ -57,7 +57,8 @@ int main(int argc, char **argv)
 	struct sbx_err e;
 	struct sbx_session *s;
 	if (sbx_runner_from_spec("local", adir, NULL, &r, &e) != 0 ||
-	    sbx_session_open(&s, r.argv, r.agent, 30, &e) != 0)
+	    sbx_session_open(&s, r.argv, r.agent, 30, &e) != 0 ||
+	    sbx_session_trust_for(s, "local", &e) != 0)
 		die("session", &e);
 	sbx_runner_free(&r);
 	char base[] = "/tmp/sbx-bench-sup-XXXXXX";
@@ -65,8 +66,7 @@ int main(int argc, char **argv)
 		die("mkdtemp", NULL);
 	char tree[PATH_MAX];
 	snprintf(tree, sizeof tree, "%s/tree", hdir);
-	uint8_t key[32];
-	memset(key, 7, sizeof key);
+	uint8_t key[SBX_RUN_KEY_LEN];
 	double *t = calloc((size_t)runs, sizeof *t);
 	int witnessed = 0;
 	for (int i = 0; i < runs; i++) {
@@ -79,9 +79,7 @@ int main(int argc, char **argv)
 		o.session = dir;
 		o.argv = hargv;
 		o.grace_s = 0.05;
-		o.key = key;
-		o.key_len = sizeof key;
-		if (sbx_run_start(s, &o, NULL, &e) != 0)
+		if (sbx_run_start(s, &o, NULL, key, &e) != 0)
 			die("run", &e);
 		struct stat st;
 		double w0 = now();
@@ -126,10 +124,8 @@ int main(int argc, char **argv)
 	sbx_run_opts_init(&o);
 	o.session = dir;
 	o.argv = sleeper;
-	o.key = key;
-	o.key_len = sizeof key;
 	int64_t pid;
-	if (sbx_run_start(s, &o, &pid, &e) != 0)
+	if (sbx_run_start(s, &o, &pid, key, &e) != 0)
 		die("idle run", &e);
 	usleep(200000);
 	long long c0 = cpu_ticks(pid);

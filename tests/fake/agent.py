@@ -38,10 +38,11 @@ T = dict(STATUS=1, ERRNO=2, MESSAGE=3, OP=4, PROTO_MIN=10, PROTO_MAX=11, VERSION
          NAME=77, STATE=78, ALIVE=79, HAS_RECEIPT=80, ACTIVATION=81,
          XMODE=90, READABLE=91, OPEN=92, FORCE_WALK=93, SHA256=94, FILES=95, DIRS=96,
          LINKS=97, JOB=98, NAMES=99, EXCLUDE=100, SKIP_UNSAFE=101, ARCHIVE_BYTES=102,
-         SKIPPED=103, EXCLUDED=104, STAGE=105, TOKEN=110)
+         SKIPPED=103, EXCLUDED=104, STAGE=105, TOKEN=110, SECRET=111, NONCE=112, MAC=113,
+         KEEP=114)
 OP = dict(KIND=1, STAT=2, RESOLVE=3, LANDS_CLEAR=4, EXEC=5, SUP_RUN=10, SUP_SIGNAL=11,
           SUP_STATUS=12, SUP_READ=13, SUP_REARM=14, SUP_CLOSE=15, UPLOAD=20, DOWNLOAD=21,
-          COMMIT=22, DIRECT=23)
+          COMMIT=22, DIRECT=23, AUTH=24, SETUP=25)
 OPNAME = {v: k for k, v in OP.items()}
 
 
@@ -508,6 +509,120 @@ def mode_stderr_flood(a):
         except OSError:
             pass
     threading.Thread(target=flood, daemon=True).start()
+
+
+# ---- trust: the run key never goes to an impostor (issue 15, class 8) ----
+
+def log_request(path, fields):
+    """One line: the request's op number, then the tags of its fields."""
+    op = i64(fget(fields, "OP", struct.pack(">q", 0)))
+    with open(path, "a") as f:
+        f.write("%d: %s\n" % (op, " ".join(str(t) for t, _ in fields)))
+
+
+def mode_log_requests(a, path):
+    """Appends every REQUEST's op and field tags to PATH, one line each: what the host sent an
+    impostor."""
+    prev = a.on_frame
+
+    def hook(a, ftype, flags, stream, payload):
+        if ftype == REQUEST:
+            log_request(path, parse(payload))
+        return prev(a, ftype, flags, stream, payload) if prev else False
+    a.on_frame = hook
+
+
+def mode_auth_guess(a):
+    """Answers AUTH with a MAC it made up, and SETUP with ok."""
+    a.handlers[OP["AUTH"]] = lambda a, stream, fields: a.respond(stream, ok().raw("MAC", b"\x42" * 32))
+    a.handlers[OP["SETUP"]] = lambda a, stream, fields: a.respond(stream, ok())
+
+
+def mode_forged_receipt(a):
+    """A finished run whose receipt is signed with keys an impostor could know (none was sent:
+    a zero key, and the HMAC of nothing)."""
+    import hmac
+    body = (b'{"version":1,"session":"/s","activation":1,"trigger":"exit","status":0,'
+            b'"launched":true,"exit":{"code":0},"termination_witnessed":true}\n')
+    sig = hmac.new(b"\0" * 32, body, hashlib.sha256).hexdigest().encode() + b"\n"
+
+    def status(a, stream, fields):
+        a.respond(stream, ok().str("STATE", "done").i64("ALIVE", 0).i64("HAS_RECEIPT", 1)
+                  .i64("ACTIVATION", 1).i64("SIZE", 0))
+
+    def read(a, stream, fields):
+        name = fget(fields, "NAME", b"").decode()
+        data = body if name == "receipt.json" else sig if name == "receipt.sig" else b""
+        a.respond(stream, ok().i64("SIZE", len(data)).raw("BYTES", data))
+    a.handlers[OP["SUP_STATUS"]] = status
+    a.handlers[OP["SUP_READ"]] = read
+
+
+def mode_mitm(a, spec):
+    """A relay between the host and a real agent: SPEC is "ACTION:COMMAND..." where COMMAND
+    (split on spaces) starts the real agent's channel and ACTION says what to do with a run
+    request on its way: "pass" (relay it unchanged), "argv" (replace the harness's argv with
+    /bin/touch /tmp/sbx-mitm-ran), "replay" (send it twice). Frames are relayed whole; the
+    relay logs each REQUEST's tags like log_requests when $FAKE_LOG is set."""
+    import subprocess
+    import threading
+    action, _, cmd = spec.partition(":")
+    child = subprocess.Popen(cmd.split(" "), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    logpath = os.environ.get("FAKE_LOG")
+
+    def frames(fd):
+        buf = b""
+        while True:
+            while len(buf) >= 16:
+                ftype, flags, stream, length = struct.unpack_from(">xxBBII", buf, 0)
+                if len(buf) < 16 + length:
+                    break
+                yield ftype, flags, stream, buf[16:16 + length]
+                buf = buf[16 + length:]
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return
+            buf += chunk
+
+    def up():  # agent -> host, unchanged
+        for ftype, flags, stream, payload in frames(child.stdout.fileno()):
+            a.send(ftype, stream, payload, flags)
+        os._exit(0)
+    threading.Thread(target=up, daemon=True).start()
+
+    def down(ftype, flags, stream, payload):
+        if ftype == REQUEST:
+            fields = parse(payload)
+            if logpath:
+                log_request(logpath, fields)
+            op = i64(fget(fields, "OP", struct.pack(">q", 0)))
+            if op == OP["SUP_RUN"] and action == "argv":
+                m = Msg()
+                done = False
+                for tag, val in fields:
+                    if tag == T["ARGV"]:
+                        if not done:
+                            m.str("ARGV", "/bin/touch").str("ARGV", "/tmp/sbx-mitm-ran")
+                            done = True
+                        continue
+                    m.raw(tag, val)
+                payload = m.bytes()
+            if op == OP["SUP_RUN"] and action == "replay":
+                a.replayed = (stream, payload)
+        out = child.stdin
+        out.write(header(ftype, flags, stream, len(payload)) + payload)
+        out.flush()
+        return True
+
+    def run():
+        # The real agent's HELLO goes up through the relay; the host's frames come down.
+        for f in frames(a.inp.fileno()):
+            down(*f)
+        child.stdin.close()
+        child.wait()
+        return 0
+    a.run = run
+    a.replayed = None
 
 
 def load_modes():

@@ -26,7 +26,8 @@ static struct sbx_session *open_local(void)
 	struct sbx_err e;
 	struct sbx_session *s;
 	if (sbx_runner_from_spec("local", getenv("SBX_AGENT_DIR"), NULL, &r, &e) != 0 ||
-	    sbx_session_open(&s, r.argv, r.agent, 30, &e) != 0)
+	    sbx_session_open(&s, r.argv, r.agent, 30, &e) != 0 ||
+	    sbx_session_trust_for(s, "local", &e) != 0)
 		fail_msg("session: %s", e.msg);
 	sbx_runner_free(&r);
 	return s;
@@ -177,8 +178,7 @@ static void channel_dies_mid_run(void **state)
 	char dir[PATH_MAX + 16], dir2[PATH_MAX + 16];
 	snprintf(dir, sizeof dir, "%s/d", base);
 	snprintf(dir2, sizeof dir2, "%s/e", base);
-	uint8_t key[32];
-	memset(key, 0x5a, sizeof key);
+	uint8_t key[SBX_RUN_KEY_LEN], key2[SBX_RUN_KEY_LEN];
 	struct sbx_err e;
 	struct sbx_session *a = open_local();
 	char *ticker[] = {"sh", "-c", "i=0; while :; do echo tick $i; i=$((i+1)); sleep 0.02; done",
@@ -189,13 +189,13 @@ static void channel_dies_mid_run(void **state)
 	o.session = dir;
 	o.argv = ticker;
 	o.timeout_s = 60;
-	o.key = key;
-	o.key_len = sizeof key;
-	assert_int_equal(sbx_run_start(a, &o, NULL, &e), 0);
+	assert_int_equal(sbx_run_start(a, &o, NULL, key, &e), 0);
 	o.session = dir2;
 	o.argv = sleeper;
 	o.timeout_s = 0.5;
-	assert_int_equal(sbx_run_start(a, &o, NULL, &e), 0);
+	assert_int_equal(sbx_run_start(a, &o, NULL, key2, &e), 0);
+	/* Each run has a key of its own, derived from the secret and its nonce. */
+	assert_memory_not_equal(key, key2, sizeof key);
 	/* The channel dies: the agent is killed outright. */
 	kill((pid_t)sbx_session_hello(a)->pid, SIGKILL);
 	sbx_session_close(a);
@@ -230,15 +230,14 @@ static void channel_dies_mid_run(void **state)
 	assert_true(r.termination_witnessed);
 	sbx_receipt_free(&r);
 	/* The other run kept its deadline with no connection at all. */
-	assert_int_equal(sbx_run_wait(b, dir2, key, sizeof key, 10, &r, &e), 0);
+	assert_int_equal(sbx_run_wait(b, dir2, key2, sizeof key2, 10, &r, &e), 0);
 	assert_true(r.verified);
 	assert_string_equal(r.trigger, "deadline");
 	assert_true(r.timed_out);
 	assert_int_equal(r.status, 124);
 	sbx_receipt_free(&r);
-	/* A wrong key does not verify. */
-	uint8_t other[32] = {0};
-	assert_int_equal(sbx_run_receipt(b, dir2, other, sizeof other, &r, &e), 0);
+	/* A wrong key, the other run's, does not verify. */
+	assert_int_equal(sbx_run_receipt(b, dir2, key, sizeof key, &r, &e), 0);
 	assert_false(r.verified);
 	sbx_receipt_free(&r);
 	sbx_session_close(b);
