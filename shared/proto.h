@@ -153,7 +153,6 @@ enum sbx_tag {
 	SBX_T_ARCHIVE_BYTES = 102,
 	SBX_T_SKIPPED = 103,
 	SBX_T_EXCLUDED = 104,
-	SBX_T_STAGE = 105, /* where the staging folder was (for messages) */
 
 	/* the direct socket */
 	SBX_T_TOKEN = 110, /* DIRECT: 32 random bytes the connecting side must send first */

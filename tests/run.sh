@@ -60,6 +60,8 @@ echo "== build"
 one "make with no target builds everything (.DEFAULT_GOAL all)" sh -c \
 	"make -C '$top' -n -p 2>/dev/null | grep -qx '.DEFAULT_GOAL := all'"
 
+one "docs/protocol.md names every frame type, tag and op of shared/proto.h" "$top/tests/docs_check.sh"
+
 echo "== unit tests (cmocka)"
 export SBX_AGENT_DIR="$top/build/agent" SBX_FAKE_AGENT="$top/tests/fake/agent.py"
 cmocka() { # name, command...
