@@ -6,10 +6,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,6 +31,7 @@
 #include "pathexec.h"
 #include "procstat.h"
 #include "receipt.h"
+#include "runas.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -699,9 +698,7 @@ struct launch {
 	char **env;
 	int devnull, out_w, st_w;
 	int switch_user;
-	uid_t uid;
-	gid_t gid;
-	char name[256]; /* for initgroups; "" when the uid has no passwd entry */
+	struct sbx_runas as;
 };
 
 static void send_rec(int fd, char stage, int err)
@@ -740,10 +737,9 @@ static void child(const struct sup *s, const struct launch *l)
 			closedir(d);
 	}
 	if (l->switch_user) {
-		int ok = (l->name[0] ? initgroups(l->name, l->gid) : setgroups(1, &l->gid)) == 0 &&
-		         setgid(l->gid) == 0 && setuid(l->uid) == 0;
-		if (!ok) {
-			send_rec(l->st_w, 'u', errno);
+		int err = sbx_runas_switch(&l->as);
+		if (err != 0) {
+			send_rec(l->st_w, 'u', err);
 			_exit(126);
 		}
 	}
@@ -814,25 +810,13 @@ static int lookup_user(struct sup *s, struct launch *l)
 	char msg[400];
 	if (user == NULL)
 		return 0;
-	struct passwd *pw = getpwnam(user);
-	if (pw == NULL) {
-		char *end;
-		errno = 0;
-		unsigned long v = strtoul(user, &end, 10);
-		if (user[0] == '\0' || *end != '\0' || errno != 0 || v > 0x7fffffff) {
-			snprintf(msg, sizeof msg, "cannot switch to user %s: no such user", user);
-			not_started(s, 126, ENOENT, msg);
-			return -1;
-		}
-		l->uid = (uid_t)v;
-		pw = getpwuid(l->uid);
-		l->gid = pw != NULL ? pw->pw_gid : (gid_t)v;
-	} else {
-		l->uid = pw->pw_uid, l->gid = pw->pw_gid;
+	struct sbx_err e;
+	if (sbx_runas_lookup(user, &l->as, &e) != 0) {
+		snprintf(msg, sizeof msg, "cannot switch to user %s: no such user", user);
+		not_started(s, 126, ENOENT, msg);
+		return -1;
 	}
-	if (pw != NULL && strlen(pw->pw_name) < sizeof l->name)
-		strcpy(l->name, pw->pw_name);
-	if (l->uid == geteuid())
+	if (l->as.uid == geteuid())
 		return 0;
 	if (geteuid() != 0) {
 		snprintf(msg, sizeof msg, "cannot switch to user %s: the supervisor runs as uid %u",

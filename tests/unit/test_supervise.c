@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pwd.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -27,6 +28,7 @@
 
 #include "digest.h"
 #include "json.h"
+#include "sbx.h"
 
 #define RUN_LIMIT 30.0 /* seconds any one supervisor command may take before the test kills it */
 #define MAX_RUNS 4
@@ -1285,6 +1287,90 @@ static void forged_receipt(void **state)
 	assert_no_survivors(r->token);
 }
 
+/* ---- who the command runs as --------------------------------------------------------------- */
+
+static char sbx_cli[PATH_MAX + 16]; /* the host's sbx, for requests through the serve loop */
+
+/* The sbx beside this test's folder (build/host/tests/.. ), or SBX_SUP_CMD's when it is one. */
+static const char *sbx_path(void)
+{
+	if (sbx_cli[0] != 0)
+		return sbx_cli;
+	size_t n = strlen(sup_argv[0]);
+	if (n >= 4 && strcmp(sup_argv[0] + n - 4, "/sbx") == 0) {
+		snprintf(sbx_cli, sizeof sbx_cli, "%s", sup_argv[0]);
+		return sbx_cli;
+	}
+	char self[PATH_MAX];
+	ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+	assert_true(k > 0);
+	self[k] = 0;
+	char *slash = strrchr(self, '/');
+	assert_non_null(slash);
+	*slash = 0;
+	snprintf(sbx_cli, sizeof sbx_cli, "%s/../sbx", self);
+	return sbx_cli;
+}
+
+/* The Uid, Gid and Groups lines a command printed: uid everywhere, gid = uid, no groups. */
+static void want_ids(const char *what, const char *text, unsigned uid)
+{
+	char want[128];
+	snprintf(want, sizeof want, "Uid:\t%u\t%u\t%u\t%u\n", uid, uid, uid, uid);
+	if (strstr(text, want) == NULL)
+		fail_msg("%s: not uid %u: %s", what, uid, text);
+	snprintf(want, sizeof want, "Gid:\t%u\t%u\t%u\t%u\n", uid, uid, uid, uid);
+	if (strstr(text, want) == NULL)
+		fail_msg("%s: gid should be the uid %u: %s", what, uid, text);
+	const char *g = strstr(text, "Groups:");
+	if (g == NULL)
+		fail_msg("%s: no Groups line: %s", what, text);
+	for (g += 7; *g == ' ' || *g == '\t'; g++)
+		;
+	if (*g != '\n')
+		fail_msg("%s: supplementary groups should be none: %s", what, text);
+}
+
+/* A numeric uid without a passwd entry runs with gid = uid and no supplementary groups, under
+ * `run` (every runner) and `exec` alike: one lookup and one switch (agent/runas.c). Shown to
+ * fail against the previous agent: exec gave Gid 0 and Groups 0 (root's group), run Gid 4321
+ * with Groups 4321. */
+static void uid_without_entry(void **state)
+{
+	(void)state;
+	if (expect_escape || getuid() != 0)
+		skip();
+	unsigned uid = 4321;
+	while (getpwuid((uid_t)uid) != NULL)
+		uid++;
+	char u[16];
+	snprintf(u, sizeof u, "%u", uid);
+	struct opts o = {.user = u};
+	struct run *r = run_new("ids");
+	run_start(r, &o, 0, "ids", NULL);
+	run_wait(r, RUN_LIMIT);
+	run_finish(r);
+	expect_outcome(r, "exit", 'c', 0, 0);
+	char path[PATH_MAX + 32];
+	snprintf(path, sizeof path, "%s/output.log", r->dir);
+	char *log = slurp(path, NULL);
+	assert_non_null(log);
+	want_ids("run", log, uid);
+	free(log);
+	if (!agent_form)
+		return; /* exec once, in the default pass */
+	char *argv[] = {(char *)sbx_path(),  "--runner", "local", "exec", "--user", u, "--", "cat",
+	                "/proc/self/status", NULL};
+	struct sbx_proc_result pr;
+	struct sbx_err e;
+	if (sbx_run_capture(argv, 20, 65536, &pr, &e) != 0)
+		fail_msg("sbx exec: %s", e.msg);
+	if (pr.how != SBX_PROC_EXITED || pr.code != 0)
+		fail_msg("sbx exec --user %s failed: %s", u, pr.output);
+	want_ids("exec", pr.output, uid);
+	sbx_proc_result_free(&pr);
+}
+
 /* ---- 17: OOM inside a 64 MiB memory cgroup (v1) -------------------------------------------- */
 
 static int cgroup_dir(char *out, size_t len)
@@ -1506,6 +1592,7 @@ int main(void)
 	        cmocka_unit_test_teardown(ten_thousand_zombies, teardown_case),
 	        cmocka_unit_test_teardown(flood, teardown_case),
 	        cmocka_unit_test_teardown(forged_receipt, teardown_case),
+	        cmocka_unit_test_teardown(uid_without_entry, teardown_case),
 	        cmocka_unit_test_teardown(oom, teardown_case),
 	        cmocka_unit_test_teardown(two_runs, teardown_case),
 	};
