@@ -255,9 +255,15 @@ static int scan_descendants(pid_t *pids, int max)
 		in[runs[i].pid] = 2;
 		char pf[PATH_MAX + 32];
 		snprintf(pf, sizeof pf, "%s/supervisor.pid", runs[i].dir);
-		char *txt = slurp(pf, NULL);
-		long sp = txt != NULL ? atol(txt) : 0;
-		free(txt);
+		/* A few bytes: a harness may put anything there (planted_session_files). */
+		char txt[32] = "";
+		int fd = open(pf, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0) {
+			ssize_t got = read(fd, txt, sizeof txt - 1);
+			txt[got > 0 ? got : 0] = 0;
+			close(fd);
+		}
+		long sp = atol(txt);
 		if (sp > 0 && sp < npid)
 			in[sp] = 2;
 	}
@@ -1287,7 +1293,7 @@ static void forged_receipt(void **state)
 	assert_no_survivors(r->token);
 }
 
-/* ---- who the command runs as --------------------------------------------------------------- */
+/* ---- who the command runs as, the session folder's files planted by the harness -------- */
 
 static char sbx_cli[PATH_MAX + 16]; /* the host's sbx, for requests through the serve loop */
 
@@ -1310,6 +1316,84 @@ static const char *sbx_path(void)
 	*slash = 0;
 	snprintf(sbx_cli, sizeof sbx_cli, "%s/../sbx", self);
 	return sbx_cli;
+}
+
+/* `sbx --runner local CMD --session DIR`: its output (malloc'd) and exit code; fails when it
+ * is still running after 10 s (a serve loop blocked on a planted file never answers). */
+static char *sbx_request(const char *cmd, const char *dir, int *code)
+{
+	char *argv[] = {(char *)sbx_path(), "--runner",  "local", (char *)cmd,
+	                "--session",        (char *)dir, NULL};
+	struct sbx_proc_result pr;
+	struct sbx_err e;
+	if (sbx_run_capture(argv, 10, 65536, &pr, &e) != 0)
+		fail_msg("sbx %s: %s", cmd, e.msg);
+	if (pr.how == SBX_PROC_TIMED_OUT)
+		fail_msg("sbx %s --session %s: no answer within 10 s (the serve loop is blocked); "
+		         "output so far: %s",
+		         cmd, dir, pr.output);
+	*code = pr.how == SBX_PROC_EXITED ? pr.code : 128 + pr.code;
+	char *out = pr.output;
+	pr.output = NULL;
+	sbx_proc_result_free(&pr);
+	return out;
+}
+
+/* A harness running as the folder's owner puts a FIFO, a listening socket, a symlink to a
+ * FIFO or a 1 TiB sparse file at the files the serve loop reads (adversarial case 16's
+ * attacker, review §3.2): attach, output and receipt through the serve loop still answer
+ * within 10 s, with "invalid" for the state or a clear error; then the run ends as usual and
+ * its real receipt verifies. Shown to fail against the previous agent (supctl.c opened these
+ * files without O_NONBLOCK and before any type check): `sbx attach` with a FIFO at `state` got
+ * no answer within 10 s. */
+static void planted_session_files(void **state)
+{
+	(void)state;
+	ONLY_DEFAULT();
+	if (slow_runner)
+		skip();
+	static const char *const kinds[] = {"fifo", "socket", "symlink", "huge"};
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+		const char *k = kinds[i];
+		int huge = strcmp(k, "huge") == 0;
+		struct opts o = {.grace = "0.5"};
+		struct run *r = run_new(k);
+		/* supervisor.pid too when nothing polls liveness meanwhile (not under `sbx run`,
+		 * whose wait would rightly take a run without it for dead). */
+		const char *pid = agent_form ? "supervisor.pid" : NULL;
+		if (huge) /* output.log's size is the host's to bound (it reads what is there) */
+			run_start(r, &o, 1, "plant", r->dir, k, "state", "activation",
+			          "receipt.json", "receipt.sig", pid, NULL);
+		else
+			run_start(r, &o, 1, "plant", r->dir, k, "state", "activation", "output.log",
+			          "receipt.json", "receipt.sig", pid, NULL);
+		wait_ready(r, 10);
+		int code;
+		char *out = sbx_request("attach", r->dir, &code);
+		/* A huge receipt.json is a regular file: has_receipt is true, the read refuses it.
+		 */
+		if (code != 0 || strstr(out, "\"state\":\"invalid\"") == NULL ||
+		    strstr(out, huge ? "\"has_receipt\":true" : "\"has_receipt\":false") == NULL ||
+		    strstr(out, "\"activation\":0") == NULL)
+			fail_msg("%s: attach (exit %d) should say state invalid, activation 0: %s",
+			         k, code, out);
+		free(out);
+		out = sbx_request("output", r->dir, &code);
+		if (!huge && (code == 0 || strstr(out, "not a regular file") == NULL))
+			fail_msg("%s: output should fail with 'not a regular file' (exit %d): %s",
+			         k, code, out);
+		free(out);
+		out = sbx_request("receipt", r->dir, &code);
+		if (code == 0 || (!huge && strstr(out, "receipt.json is") == NULL) ||
+		    (huge && strstr(out, "larger than") == NULL))
+			fail_msg("%s: receipt should fail saying why (exit %d): %s", k, code, out);
+		free(out);
+		run_stop_and_wait(r);
+		run_finish(r);
+		expect_outcome(r, "stop", 's', SIGTERM, 128 + SIGTERM);
+		assert_no_survivors(r->token);
+		teardown_case(NULL);
+	}
 }
 
 /* The Uid, Gid and Groups lines a command printed: uid everywhere, gid = uid, no groups. */
@@ -1592,6 +1676,7 @@ int main(void)
 	        cmocka_unit_test_teardown(ten_thousand_zombies, teardown_case),
 	        cmocka_unit_test_teardown(flood, teardown_case),
 	        cmocka_unit_test_teardown(forged_receipt, teardown_case),
+	        cmocka_unit_test_teardown(planted_session_files, teardown_case),
 	        cmocka_unit_test_teardown(uid_without_entry, teardown_case),
 	        cmocka_unit_test_teardown(oom, teardown_case),
 	        cmocka_unit_test_teardown(two_runs, teardown_case),
