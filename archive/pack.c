@@ -453,6 +453,23 @@ static int put(struct pack *k, int dfd, const char *base, const char *name, int 
 			return sbx_err_set(k->e, SBX_ETRANSFER, errno, "cannot read link %s", name);
 		}
 		t[n] = '\0';
+		/* A symlink with more names (a hard link to it) goes out once; its other names
+		 * as hard links to the first, as GNU tar writes them. */
+		if (sb.st_nlink > 1) {
+			struct archive_entry *spare = NULL;
+			fill(en, name, &sb);
+			archive_entry_set_symlink(en, t);
+			archive_entry_linkify(k->links, &en, &spare);
+			if (archive_entry_hardlink(en) != NULL) {
+				free(t);
+				k->st->hardlinks++;
+				return archive_write_header(k->a, en) == ARCHIVE_OK &&
+				                       archive_write_finish_entry(k->a) ==
+				                               ARCHIVE_OK
+				               ? 0
+				               : arch_err(k, "header of", name);
+			}
+		}
 		k->st->symlinks++;
 		int plain = plain_header(k, name, t, &sb);
 		if (plain == 0) {

@@ -20,11 +20,14 @@ src=$w/src
 make_fidelity_tree "$src"
 # Times before 1970 with a fraction (written as POSIX says: -86399.999999995 is 5 ns after
 # -86400 s; the pinned libarchive wrote "-86400.000000005" before
-# toolchain/libarchive-pax-negative-time.patch, and the entry comparison below failed).
+# toolchain/libarchive-pax-negative-time.patch, and the entry comparison below failed), and a
+# symlink with a second name (packed as two symlinks before; GNU tar writes the second as a
+# hard link, and the link count compared below was 1 on the extracted side).
 for t in -1.000000005 -86400.5 -0.000000001 -86399.999999995 -5.25 -1; do
 	touch "$src/t$t" && touch -d "@$t" "$src/t$t"
 	ln -s "t$t" "$src/lt$t" && touch -h -d "@$t" "$src/lt$t"
 done
+ln -P "$src/rel" "$src/rel-hard"
 
 out=$w/out.tar
 "$agent" pack "$src" >"$out" 2>"$w/stats" || { cat "$w/stats"; exit 1; }
