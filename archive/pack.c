@@ -38,6 +38,7 @@ struct pack {
 	struct sbx_err *e;
 	struct archive *a;
 	struct archive_entry_linkresolver *links;
+	struct sbx_exclude *ex; /* o->exclude, built once */
 	struct sbx_sha256 sha;
 	int out_failed;
 	int out_errno;
@@ -130,14 +131,6 @@ static int arch_err(struct pack *k, const char *what, const char *name)
 		return sbx_err_set(k->e, SBX_EUNAVAILABLE, k->out_errno, "writing the archive");
 	return sbx_err_set(k->e, SBX_ETRANSFER, 0, "%s %s: %s", what, name,
 	                   archive_error_string(k->a) ? archive_error_string(k->a) : "failed");
-}
-
-static int excluded(const struct pack *k, const char *name)
-{
-	for (const char *const *x = k->o->exclude; x != NULL && *x != NULL; x++)
-		if (sbx_exclude_match(*x, name))
-			return 1;
-	return 0;
 }
 
 static int cmp_names(const void *a, const void *b)
@@ -422,7 +415,7 @@ static int walk(struct pack *k, int dfd, const char *rel, int depth, struct arch
 static int put(struct pack *k, int dfd, const char *base, const char *name, int depth,
                struct archive_entry *en)
 {
-	if (excluded(k, name)) {
+	if (sbx_exclude_test(k->ex, name)) {
 		k->st->excluded++;
 		return 0;
 	}
@@ -593,6 +586,8 @@ int sbx_pack(const struct sbx_pack_opts *o, struct sbx_pack_stats *st, struct sb
 	int rc = -1;
 	if (o->as_name != NULL && check_as_name(o, &as, e) != 0)
 		goto out;
+	if (sbx_exclude_new(&k.ex, o->exclude, e) != 0)
+		goto out;
 	if (k.a == NULL || k.links == NULL || en == NULL || k.buf == NULL || k.zeros == NULL ||
 	    k.ob == NULL) {
 		sbx_err_set(e, SBX_ETRANSFER, ENOMEM, "packing");
@@ -620,6 +615,7 @@ int sbx_pack(const struct sbx_pack_opts *o, struct sbx_pack_stats *st, struct sb
 	rc = 0;
 out:
 	sbx_mapread_end(&k.map);
+	sbx_exclude_free(k.ex);
 	free(as);
 	free(k.ext);
 	free(k.zeros);

@@ -42,7 +42,8 @@ struct sbx_pack_stats {
  * naming the member for what the tree holds (an unsafe member without skip_unsafe, an
  * unreadable file, a file that changed type while read, an as_name entry that is missing),
  * SBX_EUNAVAILABLE when out_fd fails, SBX_EUSAGE for an as_name that is not a member name or
- * names that are not exactly one plain component with it. */
+ * names that are not exactly one plain component with it, or exclude patterns beyond
+ * shared/exclude.h's bounds. */
 int sbx_pack(const struct sbx_pack_opts *o, struct sbx_pack_stats *st, struct sbx_err *e);
 
 #endif

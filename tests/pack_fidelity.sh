@@ -72,6 +72,16 @@ rm "$src/fifo"
 ! grep -q '^f0' "$w/names"
 ! grep -q '^ro' "$w/names"
 grep -q '^f1777$' "$w/names"
+# The same names as GNU tar's own --exclude, through the agent's matcher (shared/exclude.c;
+# test_exclude checks it against GNU tar at random): POSIX classes, ranges, negations,
+# escapes, anchors. The class patterns kept every name with the previous matcher.
+for p in 'f[[:digit:]][[:digit:]]55' '[[:upper:]]*' '*[![:alnum:]]*' 'f[0-2]*' 'f[!0-2]7*' \
+	'[[:punct:]]*' './[[:lower:]][[:lower:]]' 'n[[:alpha:]]*' '*[[:space:]]*' 'ro/*' 'h[\2]'; do
+	"$agent" pack --exclude "$p" "$src" 2>/dev/null | $T -tf - | LC_ALL=C sort >"$w/ours"
+	LC_ALL=C tar -C "$src" --exclude "$p" -cf - . | $T -tf - | sed -n 's|^\./\(.\)|\1|p' |
+		LC_ALL=C sort >"$w/gnu"
+	cmp -s "$w/ours" "$w/gnu" || { echo "--exclude '$p' differs from GNU tar:"; diff "$w/ours" "$w/gnu" | head; exit 1; }
+done
 "$agent" pack --name ro --name h1 "$src" 2>/dev/null | $T -tf - | sed 's|/.*||' | sort -u >"$w/top"
 [ "$(tr '\n' ' ' <"$w/top")" = "h1 ro " ]
 # A file that shrinks while it is packed is refused, not sent torn and not a crash: with the
