@@ -321,7 +321,7 @@ static size_t gnu_tar_kept(const char *root, const char *pattern, char *kept, si
 static int listed(const char *kept, size_t n, const char *path, int dir)
 {
 	char want[80];
-	snprintf(want, sizeof want, "./%s%s", path, dir ? "/" : "");
+	snprintf(want, sizeof want, "./%.64s%s", path, dir ? "/" : "");
 	for (size_t i = 0; i < n; i += strlen(kept + i) + 1)
 		if (strcmp(kept + i, want) == 0)
 			return 1;
