@@ -437,8 +437,8 @@ static double now(void)
 
 /* Patterns come from the host, names from the sandbox: a pattern of 1000 stars against a
  * 50,000-byte name that almost matches everywhere, and one of 4096 unterminated brackets,
- * each in well under a second (time linear in the name). Shown to fail against a plain
- * recursive matcher (no star cut) put in for sbx_exclude_match: no answer within 20 s; the
+ * each in about a second at most (5 s allowed; time linear in the name). Shown to fail against a
+ * plain recursive matcher (no star cut) put in for sbx_exclude_match: no answer within 20 s; the
  * bounds part fails against the previous matcher, which had none. */
 static void bounds(void **state)
 {
@@ -458,7 +458,7 @@ static void bounds(void **state)
 	assert_int_equal(sbx_exclude_match(pat, name), 0);
 	double brackets = now() - t;
 	print_message("  1000 stars vs 50,000 bytes: %.3f s; 4096 '[': %.3f s\n", stars, brackets);
-	if (stars > 2 || brackets > 2)
+	if (stars > 5 || brackets > 5) /* room for a loaded machine under ASan */
 		fail_msg("hostile patterns took %.2f s and %.2f s", stars, brackets);
 	pat[SBX_EXCLUDE_PATTERN_MAX] = '[';
 	pat[SBX_EXCLUDE_PATTERN_MAX + 1] = 0;
