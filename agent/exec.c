@@ -4,8 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +14,7 @@
 #include "msg.h"
 #include "pathexec.h"
 #include "proto.h"
+#include "runas.h"
 #include "strv.h"
 
 extern char **environ;
@@ -170,7 +169,7 @@ static void send_rec(int fd, char kind, char stage, int err)
 
 /* In the child, after fork: never returns. */
 static void child(const struct sbx_exec_req *r, char **env, int fds[3], int status_fd,
-                  int switch_user, uid_t uid, gid_t gid, int have_name)
+                  const struct sbx_runas *as)
 {
 	/* Signals: default dispositions and an empty mask, since both survive execve. */
 	for (int sig = 1; sig < 65; sig++)
@@ -188,11 +187,9 @@ static void child(const struct sbx_exec_req *r, char **env, int fds[3], int stat
 			fcntl(i, F_SETFD, fl & ~FD_CLOEXEC);
 		}
 	}
-	if (switch_user) {
-		int ok = (have_name ? initgroups(r->user, gid) : setgroups(1, &gid)) == 0 &&
-		         setgid(gid) == 0 && setuid(uid) == 0;
-		if (!ok) {
-			int err = errno;
+	if (as != NULL) {
+		int err = sbx_runas_switch(as);
+		if (err != 0) {
 			if (err != EPERM) {
 				send_rec(status_fd, 'E', 'u', err);
 				_exit(126);
@@ -209,29 +206,6 @@ static void child(const struct sbx_exec_req *r, char **env, int fds[3], int stat
 	_exit(err == ENOENT ? 127 : 126);
 }
 
-/* Looks up r->user: a name from /etc/passwd, or a numeric uid. */
-static int lookup_user(const char *user, uid_t *uid, gid_t *gid, int *have_name, struct sbx_err *e)
-{
-	struct passwd *pw = getpwnam(user);
-	if (pw != NULL) {
-		*uid = pw->pw_uid;
-		*gid = pw->pw_gid;
-		*have_name = 1;
-		return 0;
-	}
-	char *end;
-	errno = 0;
-	unsigned long v = strtoul(user, &end, 10);
-	if (user[0] == '\0' || *end != '\0' || errno != 0 || v > 0x7fffffff)
-		return sbx_err_set(e, SBX_EUSAGE, 0, "no user '%s' in the sandbox's /etc/passwd",
-		                   user);
-	*uid = (uid_t)v;
-	pw = getpwuid(*uid);
-	*gid = pw != NULL ? pw->pw_gid : 0;
-	*have_name = 0;
-	return 0;
-}
-
 static void close_pair(int p[2])
 {
 	if (p[0] >= 0)
@@ -246,15 +220,12 @@ int sbx_exec_spawn(const struct sbx_exec_req *r, struct sbx_spawned *s, struct s
 	memset(s, 0, sizeof *s);
 	s->fd_in = s->fd_out = s->fd_err = -1;
 
-	uid_t uid = 0;
-	gid_t gid = 0;
-	int have_name = 0, switch_user = 0;
+	struct sbx_runas as;
+	int switch_user = 0;
 	const char *want = r->user != NULL ? r->user : "0";
-	if (lookup_user(want, &uid, &gid, &have_name, e) != 0) {
-		if (r->user != NULL)
-			return -1;
-		uid = 0, gid = 0; /* root by default even in an image without /etc/passwd */
-	}
+	if (sbx_runas_lookup(want, &as, e) != 0)
+		return -1;
+	uid_t uid = as.uid;
 	if (uid != geteuid()) {
 		if (geteuid() == 0) {
 			switch_user = 1;
@@ -295,7 +266,7 @@ int sbx_exec_spawn(const struct sbx_exec_req *r, struct sbx_spawned *s, struct s
 	if (pid == 0) {
 		close(st[0]);
 		int fds[3] = {in[0], out[1], errp[1]};
-		child(r, env, fds, st[1], switch_user, uid, gid, have_name);
+		child(r, env, fds, st[1], switch_user ? &as : NULL);
 	}
 	sbx_strv_free(env);
 	close(in[0]);

@@ -1,8 +1,8 @@
 /* Supervision requests from the host. The supervisor is started by forking twice, so it is in
  * its own session, no child of the serve loop, and holds none of the channel's descriptors:
  * losing the channel (the serve loop exits) leaves it running with its deadline. Everything
- * else goes through files in the session folder, opened relative to a descriptor of that
- * folder without following a symlink in its place. */
+ * else goes through files in the session folder, reached the one safe way of agent/sessdir.h:
+ * whatever a harness put there, a request never blocks and never reads without bound. */
 #include "supctl.h"
 
 #include <errno.h>
@@ -19,6 +19,7 @@
 #include "err.h"
 #include "proto.h"
 #include "strv.h"
+#include "sessdir.h"
 #include "supervise.h"
 
 #define READ_MAX (512 * 1024)
@@ -37,7 +38,8 @@ static void reply_sbx_err(struct sbx_msgw *w, const struct sbx_err *e)
 	reply_err(w, e->cls, e->errnum, e->msg);
 }
 
-/* The session folder named in a request, as a descriptor; -1 with a reply written. */
+/* The session folder named in a request, opened and checked as the supervisor does
+ * (agent/sessdir.h); -1 with a reply written. */
 static int open_session(const uint8_t *req, size_t len, struct sbx_msgw *w, char *path, size_t cap)
 {
 	struct sbx_field f;
@@ -46,38 +48,11 @@ static int open_session(const uint8_t *req, size_t len, struct sbx_msgw *w, char
 		reply_err(w, SBX_EUSAGE, 0, "request without a session folder");
 		return -1;
 	}
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		char msg[300];
-		snprintf(msg, sizeof msg, "session folder %s: %s", path, strerror(errno));
-		reply_err(w, errno == ENOENT ? SBX_EUSAGE : SBX_ETRANSFER, errno, msg);
-	}
-	return fd;
-}
-
-/* Reads a small file of the session folder; returns its length or -1. */
-static ssize_t read_small(int dfd, const char *name, char *buf, size_t cap)
-{
-	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct sbx_err e;
+	int fd = sbx_sessdir_open(path, 0, &e);
 	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, cap - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	return n;
-}
-
-static int supervisor_alive(int dfd)
-{
-	return sbx_sup_alive(dfd);
-}
-
-static int has_file(int dfd, const char *name)
-{
-	struct stat st;
-	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+		reply_sbx_err(w, &e);
+	return fd;
 }
 
 /* Closes every descriptor but 0, 1, 2 and points those at /dev/null. */
@@ -110,17 +85,13 @@ void sbx_supctl_run(const uint8_t *req, size_t len, const uint8_t *key, size_t k
 		return;
 	}
 	struct sbx_err e;
-	if (sbx_sup_prepare_dir(dir, &e) != 0) {
+	int dfd = sbx_sessdir_open(dir, 1, &e);
+	if (dfd < 0) {
 		reply_sbx_err(w, &e);
 		return;
 	}
-	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0) {
-		reply_err(w, SBX_ETRANSFER, errno, "session folder");
-		return;
-	}
-	int busy = supervisor_alive(dfd), done = has_file(dfd, "receipt.json"),
-	    closing = has_file(dfd, "closing");
+	int busy = sbx_sessdir_alive(dfd), done = sbx_sessdir_exists(dfd, "receipt.json"),
+	    closing = sbx_sessdir_exists(dfd, "closing");
 	close(dfd);
 	if (busy || done || closing) {
 		reply_err(w, SBX_EUSAGE, 0,
@@ -246,26 +217,6 @@ out:
 	free(user);
 }
 
-/* Writes name into the folder atomically (a temporary name, then rename). */
-static int write_marker(int dfd, const char *name, const char *content, size_t len)
-{
-	char tmp[64];
-	snprintf(tmp, sizeof tmp, ".%s.%ld.tmp", name, (long)getpid());
-	unlinkat(dfd, tmp, 0);
-	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -1;
-	int ok = len == 0 || write(fd, content, len) == (ssize_t)len;
-	ok = close(fd) == 0 && ok;
-	if (!ok || renameat(dfd, tmp, dfd, name) != 0) {
-		int err = errno;
-		unlinkat(dfd, tmp, 0);
-		errno = err;
-		return -1;
-	}
-	return 0;
-}
-
 void sbx_supctl_signal(const uint8_t *req, size_t len, struct sbx_msgw *w)
 {
 	char dir[4096], kind[16] = "", reason[1024] = "";
@@ -274,10 +225,13 @@ void sbx_supctl_signal(const uint8_t *req, size_t len, struct sbx_msgw *w)
 	/* A marker may come before the run (expire before launch): make the folder, with the
 	 * same checks as a run. */
 	if (sbx_msg_find(req, len, SBX_T_SESSION, &sf) == 1 &&
-	    sbx_field_str(&sf, dir, sizeof dir) == 0 && dir[0] == '/' && access(dir, F_OK) != 0 &&
-	    sbx_sup_prepare_dir(dir, &e) != 0) {
-		reply_sbx_err(w, &e);
-		return;
+	    sbx_field_str(&sf, dir, sizeof dir) == 0 && dir[0] == '/' && access(dir, F_OK) != 0) {
+		int fd = sbx_sessdir_open(dir, 1, &e);
+		if (fd < 0) {
+			reply_sbx_err(w, &e);
+			return;
+		}
+		close(fd);
 	}
 	int dfd = open_session(req, len, w, dir, sizeof dir);
 	if (dfd < 0)
@@ -294,11 +248,11 @@ void sbx_supctl_signal(const uint8_t *req, size_t len, struct sbx_msgw *w)
 	}
 	/* expire is refused once the activation finished or was already expired (the
 	 * reference's expire returns False then); stop is always accepted. */
-	int already = kind[0] == 'e' && (has_file(dfd, "expire") || has_file(dfd, "receipt.json"));
-	if (!already && write_marker(dfd, kind, reason, strlen(reason)) != 0) {
-		int err = errno;
+	int already = kind[0] == 'e' && (sbx_sessdir_exists(dfd, "expire") ||
+	                                 sbx_sessdir_exists(dfd, "receipt.json"));
+	if (!already && sbx_sessdir_write(dfd, kind, reason, strlen(reason), &e) != 0) {
 		close(dfd);
-		reply_err(w, SBX_ETRANSFER, err, "cannot write the marker");
+		reply_sbx_err(w, &e);
 		return;
 	}
 	close(dfd);
@@ -306,24 +260,48 @@ void sbx_supctl_signal(const uint8_t *req, size_t len, struct sbx_msgw *w)
 	sbx_msgw_i64(w, SBX_T_CLEAR, !already); /* 1: this request placed the marker */
 }
 
+/* The states a supervisor writes; anything else at `state` (a FIFO, a huge file, bytes a
+ * harness put there) is answered as "invalid", never passed on. */
+static const char *state_of(int dfd)
+{
+	static const char *const known[] = {"launching", "running", "terminating", "killing",
+	                                    "done"};
+	char buf[32];
+	struct sbx_err e;
+	if (!sbx_sessdir_exists(dfd, "state"))
+		return "none";
+	ssize_t n = sbx_sessdir_read(dfd, "state", buf, sizeof buf, &e);
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	for (size_t i = 0; n > 0 && i < sizeof known / sizeof known[0]; i++)
+		if (strcmp(buf, known[i]) == 0)
+			return known[i];
+	return "invalid";
+}
+
 void sbx_supctl_status(const uint8_t *req, size_t len, struct sbx_msgw *w)
 {
-	char dir[4096], buf[64];
+	char dir[4096];
 	int dfd = open_session(req, len, w, dir, sizeof dir);
 	if (dfd < 0)
 		return;
-	sbx_msgw_i64(w, SBX_T_STATUS, 0);
-	ssize_t n = read_small(dfd, "state", buf, sizeof buf);
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-		buf[--n] = '\0';
-	sbx_msgw_str(w, SBX_T_STATE, n > 0 ? buf : "none");
-	sbx_msgw_i64(w, SBX_T_ALIVE, supervisor_alive(dfd));
-	sbx_msgw_i64(w, SBX_T_HAS_RECEIPT, has_file(dfd, "receipt.json"));
-	n = read_small(dfd, "activation", buf, sizeof buf);
-	sbx_msgw_i64(w, SBX_T_ACTIVATION, n > 0 ? atoll(buf) : 0);
+	struct sbx_err e;
+	/* 0 before the first run, and when it is not a number (rearm refuses that). */
+	int64_t activation = 0;
+	if (!sbx_sessdir_exists(dfd, "activation") ||
+	    sbx_sessdir_activation(dfd, &activation, &e) != 0)
+		activation = 0;
 	struct stat st;
+	sbx_msgw_i64(w, SBX_T_STATUS, 0);
+	sbx_msgw_str(w, SBX_T_STATE, state_of(dfd));
+	sbx_msgw_i64(w, SBX_T_ALIVE, sbx_sessdir_alive(dfd));
+	sbx_msgw_i64(w, SBX_T_HAS_RECEIPT, sbx_sessdir_is_file(dfd, "receipt.json"));
+	sbx_msgw_i64(w, SBX_T_ACTIVATION, activation);
 	sbx_msgw_i64(w, SBX_T_SIZE,
-	             fstatat(dfd, "output.log", &st, AT_SYMLINK_NOFOLLOW) == 0 ? st.st_size : 0);
+	             fstatat(dfd, "output.log", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	                             S_ISREG(st.st_mode)
+	                     ? st.st_size
+	                     : 0);
 	close(dfd);
 }
 
@@ -351,14 +329,12 @@ void sbx_supctl_read(const uint8_t *req, size_t len, struct sbx_msgw *w)
 	}
 	if (want > READ_MAX)
 		want = READ_MAX;
-	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	close(dfd);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		int err = fd < 0 ? errno : EINVAL;
-		if (fd >= 0)
-			close(fd);
-		reply_err(w, err == ENOENT ? SBX_EUSAGE : SBX_ETRANSFER, err, name);
+	struct sbx_err e;
+	int fd = sbx_sessdir_open_file(dfd, name, &st, &e);
+	close(dfd);
+	if (fd < 0) {
+		reply_sbx_err(w, &e);
 		return;
 	}
 	char *buf = malloc((size_t)want + 1);
@@ -383,7 +359,7 @@ void sbx_supctl_rearm(const uint8_t *req, size_t len, struct sbx_msgw *w)
 		return;
 	close(dfd);
 	struct sbx_err e;
-	if (sbx_sup_rearm(dir, &e) != 0) {
+	if (sbx_sessdir_rearm(dir, &e) != 0) {
 		reply_sbx_err(w, &e);
 		return;
 	}
@@ -396,11 +372,12 @@ void sbx_supctl_close(const uint8_t *req, size_t len, struct sbx_msgw *w)
 	int dfd = open_session(req, len, w, dir, sizeof dir);
 	if (dfd < 0)
 		return;
-	int rc = has_file(dfd, "closing") ? 0 : write_marker(dfd, "closing", "", 0);
-	int err = errno;
+	struct sbx_err e;
+	int rc = sbx_sessdir_exists(dfd, "closing") ? 0
+	                                            : sbx_sessdir_write(dfd, "closing", "", 0, &e);
 	close(dfd);
 	if (rc != 0) {
-		reply_err(w, SBX_ETRANSFER, err, "cannot write the closing marker");
+		reply_sbx_err(w, &e);
 		return;
 	}
 	sbx_msgw_i64(w, SBX_T_STATUS, 0);

@@ -1,15 +1,14 @@
 /* The harness supervisor: one poll loop over signalfd, pidfd, timerfd, inotify and the output
- * pipe feeds events into one state × event table (s6 style). Launching, the session folder's
- * files and the command line live here too; finding the run's processes is killtree.c. */
+ * pipe feeds events into one state × event table (s6 style). Launching and the command line
+ * live here too; the session folder's files are sessdir.c, the user switch runas.c, finding
+ * the run's processes killtree.c. */
 #include "supervise.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -33,6 +32,8 @@
 #include "pathexec.h"
 #include "procstat.h"
 #include "receipt.h"
+#include "runas.h"
+#include "sessdir.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -233,37 +234,7 @@ static void pump(struct sup *s, size_t budget)
 	}
 }
 
-/* ---- small files of the session folder ---------------------------------------------------- */
-
-static int exists_at(int dirfd, const char *name)
-{
-	struct stat st;
-	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-}
-
-/* A regular file's first cap-1 bytes, NUL-terminated; -1 when absent or not a regular file. */
-static ssize_t read_at(int dirfd, const char *name, char *buf, size_t cap)
-{
-	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	struct stat st;
-	ssize_t n = -1;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-		n = 0;
-		ssize_t r;
-		while ((size_t)n < cap - 1 && (r = read(fd, buf + n, cap - 1 - (size_t)n)) != 0) {
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r < 0)
-				break;
-			n += r;
-		}
-		buf[n] = '\0';
-	}
-	close(fd);
-	return n;
-}
+/* ---- the session folder's files (agent/sessdir.h) ------------------------------------------ */
 
 static int write_at(int dirfd, const char *name, struct sbx_err *e, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
@@ -274,111 +245,7 @@ static int write_at(int dirfd, const char *name, struct sbx_err *e, const char *
 	va_start(ap, fmt);
 	int n = vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
-	return sbx_receipt_atomic_write(dirfd, name, buf, (size_t)n, e);
-}
-
-static int64_t read_activation(int dirfd)
-{
-	char buf[32];
-	if (read_at(dirfd, "activation", buf, sizeof buf) <= 0)
-		return 1;
-	long long v = strtoll(buf, NULL, 10);
-	return v > 0 ? v : 1;
-}
-
-/* Whether the supervisor of dirfd's session lives: it holds an exclusive flock on
- * supervisor.pid for its whole life (the kernel drops it when it dies, whatever killed it).
- * No pid or start-time comparison: under QEMU user mode a process's view of its own
- * /proc/PID/stat is emulated and its start time is not the one others see. */
-int sbx_sup_alive(int dirfd)
-{
-	int fd = openat(dirfd, "supervisor.pid", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	int alive = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-	close(fd);
-	return alive;
-}
-
-static int supervisor_alive(int dirfd)
-{
-	return sbx_sup_alive(dirfd);
-}
-
-static int open_session(const char *dir, int create, struct sbx_err *e)
-{
-	if (create && mkdir(dir, 0700) != 0 && errno != EEXIST)
-		return sbx_err_set(e, SBX_EUSAGE, errno, "create session folder %s", dir);
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return sbx_err_set(e, SBX_EUSAGE, errno,
-		                   "session folder %s (a symlink is never followed)", dir);
-	struct stat st;
-	if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
-		close(fd);
-		return sbx_err_set(e, SBX_EUSAGE, 0,
-		                   "session folder %s must be owned by uid %u and not writable by "
-		                   "group or other",
-		                   dir, (unsigned)geteuid());
-	}
-	return fd;
-}
-
-int sbx_sup_prepare_dir(const char *dir, struct sbx_err *e)
-{
-	int fd = open_session(dir, 1, e);
-	if (fd < 0)
-		return -1;
-	close(fd);
-	return 0;
-}
-
-int sbx_sup_rearm(const char *dir, struct sbx_err *e)
-{
-	static const char *const moved[] = {"receipt.sig",    "output.log", "state",
-	                                    "supervisor.pid", "stop",       "expire",
-	                                    "receipt.json"};
-	int fd = open_session(dir, 0, e), sub = -1, rc = -1;
-	if (fd < 0)
-		return -1;
-	int64_t n = read_activation(fd);
-	char name[40];
-	snprintf(name, sizeof name, "activation-%" PRId64, n);
-	if (exists_at(fd, "closing")) {
-		sbx_err_set(e, SBX_EUSAGE, 0, "session %s is closing", dir);
-		goto out;
-	}
-	if (supervisor_alive(fd)) {
-		sbx_err_set(e, SBX_EUSAGE, 0, "session %s: a run is still alive", dir);
-		goto out;
-	}
-	if (mkdirat(fd, name, 0700) != 0 && errno != EEXIST) {
-		sbx_err_set(e, SBX_ETRANSFER, errno, "create %s/%s", dir, name);
-		goto out;
-	}
-	sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (sub < 0) {
-		sbx_err_set(e, SBX_ETRANSFER, errno, "open %s/%s", dir, name);
-		goto out;
-	}
-	/* No receipt, but the previous rearm moved it before it could bump `activation`. */
-	int resumed = !exists_at(fd, "receipt.json") && exists_at(sub, "receipt.json");
-	if (!resumed && !exists_at(fd, "receipt.json")) {
-		sbx_err_set(e, SBX_EUSAGE, 0, "session %s has no receipt yet", dir);
-		goto out;
-	}
-	for (size_t i = 0; !resumed && i < sizeof moved / sizeof moved[0]; i++) {
-		if (renameat(fd, moved[i], sub, moved[i]) != 0 && errno != ENOENT) {
-			sbx_err_set(e, SBX_ETRANSFER, errno, "move %s into %s", moved[i], name);
-			goto out;
-		}
-	}
-	rc = write_at(fd, "activation", e, "%" PRId64 "\n", n + 1);
-out:
-	if (sub >= 0)
-		close(sub);
-	close(fd);
-	return rc;
+	return sbx_sessdir_write(dirfd, name, buf, (size_t)n, e);
 }
 
 /* ---- killing ------------------------------------------------------------------------------ */
@@ -587,11 +454,11 @@ static void settle(struct sup *s)
 
 static void check_markers(struct sup *s)
 {
-	if (!s->saw_stop && exists_at(s->dirfd, "stop")) {
+	if (!s->saw_stop && sbx_sessdir_exists(s->dirfd, "stop")) {
 		s->saw_stop = 1;
 		dispatch(s, E_STOP);
 	}
-	if (!s->saw_expire && exists_at(s->dirfd, "expire")) {
+	if (!s->saw_expire && sbx_sessdir_exists(s->dirfd, "expire")) {
 		s->saw_expire = 1;
 		dispatch(s, E_EXPIRE);
 	}
@@ -699,9 +566,7 @@ struct launch {
 	char **env;
 	int devnull, out_w, st_w;
 	int switch_user;
-	uid_t uid;
-	gid_t gid;
-	char name[256]; /* for initgroups; "" when the uid has no passwd entry */
+	struct sbx_runas as;
 };
 
 static void send_rec(int fd, char stage, int err)
@@ -740,10 +605,9 @@ static void child(const struct sup *s, const struct launch *l)
 			closedir(d);
 	}
 	if (l->switch_user) {
-		int ok = (l->name[0] ? initgroups(l->name, l->gid) : setgroups(1, &l->gid)) == 0 &&
-		         setgid(l->gid) == 0 && setuid(l->uid) == 0;
-		if (!ok) {
-			send_rec(l->st_w, 'u', errno);
+		int err = sbx_runas_switch(&l->as);
+		if (err != 0) {
+			send_rec(l->st_w, 'u', err);
 			_exit(126);
 		}
 	}
@@ -814,25 +678,13 @@ static int lookup_user(struct sup *s, struct launch *l)
 	char msg[400];
 	if (user == NULL)
 		return 0;
-	struct passwd *pw = getpwnam(user);
-	if (pw == NULL) {
-		char *end;
-		errno = 0;
-		unsigned long v = strtoul(user, &end, 10);
-		if (user[0] == '\0' || *end != '\0' || errno != 0 || v > 0x7fffffff) {
-			snprintf(msg, sizeof msg, "cannot switch to user %s: no such user", user);
-			not_started(s, 126, ENOENT, msg);
-			return -1;
-		}
-		l->uid = (uid_t)v;
-		pw = getpwuid(l->uid);
-		l->gid = pw != NULL ? pw->pw_gid : (gid_t)v;
-	} else {
-		l->uid = pw->pw_uid, l->gid = pw->pw_gid;
+	struct sbx_err e;
+	if (sbx_runas_lookup(user, &l->as, &e) != 0) {
+		snprintf(msg, sizeof msg, "cannot switch to user %s: no such user", user);
+		not_started(s, 126, ENOENT, msg);
+		return -1;
 	}
-	if (pw != NULL && strlen(pw->pw_name) < sizeof l->name)
-		strcpy(l->name, pw->pw_name);
-	if (l->uid == geteuid())
+	if (l->as.uid == geteuid())
 		return 0;
 	if (geteuid() != 0) {
 		snprintf(msg, sizeof msg, "cannot switch to user %s: the supervisor runs as uid %u",
@@ -950,18 +802,19 @@ static int setup(struct sup *s, const sigset_t *mask)
 		fail(s, 0, "no harness argv");
 		return -1;
 	}
-	s->dirfd = open_session(dir, 1, &e);
+	s->dirfd = sbx_sessdir_open(dir, 1, &e);
 	if (s->dirfd < 0) {
 		s->no_files = 1;
 		goto fail;
 	}
-	if (exists_at(s->dirfd, "receipt.json") || supervisor_alive(s->dirfd)) {
+	if (sbx_sessdir_exists(s->dirfd, "receipt.json") || sbx_sessdir_alive(s->dirfd)) {
 		s->no_files = 1; /* never overwrite a finished (or running) activation */
 		fail(s, 0, "session %s already has a run: rearm it first", dir);
 		return -1;
 	}
-	s->r.activation = read_activation(s->dirfd);
-	if (!exists_at(s->dirfd, "activation") && write_at(s->dirfd, "activation", &e, "1\n") != 0)
+	if (sbx_sessdir_activation(s->dirfd, &s->r.activation, &e) != 0 ||
+	    (!sbx_sessdir_exists(s->dirfd, "activation") &&
+	     write_at(s->dirfd, "activation", &e, "1\n") != 0))
 		goto fail;
 	for (int i = 0; i < 2 && s->logfd < 0; i++) {
 		s->logfd = openat(s->dirfd, "output.log",
@@ -1007,14 +860,17 @@ static int setup(struct sup *s, const sigset_t *mask)
 	            0 ||
 	    write_at(s->dirfd, "state", &e, "launching\n") != 0)
 		goto fail;
-	/* Held until we exit: sbx_sup_alive's witness. Close-on-exec and closed in the harness
+	/* Held until we exit: sbx_sessdir_alive's witness. Close-on-exec and closed in the harness
 	 * before exec, so no descendant keeps it. */
-	s->lockfd = openat(s->dirfd, "supervisor.pid", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat pst;
+	s->lockfd = sbx_sessdir_open_file(s->dirfd, "supervisor.pid", &pst, &e);
+	if (s->lockfd < 0)
+		goto fail;
 	/* Blocking: a status check may hold a shared lock on it for a moment. */
-	int locked = -1;
-	while (s->lockfd >= 0 && (locked = flock(s->lockfd, LOCK_EX)) != 0 && errno == EINTR)
+	int locked;
+	while ((locked = flock(s->lockfd, LOCK_EX)) != 0 && errno == EINTR)
 		;
-	if (s->lockfd < 0 || locked != 0) {
+	if (locked != 0) {
 		sbx_err_set(&e, SBX_ETRANSFER, errno, "lock supervisor.pid");
 		goto fail;
 	}
@@ -1047,8 +903,10 @@ static int finish(struct sup *s)
 		status = r->timed_out ? 124 : 128 + r->exit_value;
 	}
 	r->status = status;
-	if (!s->no_files && exists_at(s->dirfd, "expire")) {
-		ssize_t n = read_at(s->dirfd, "expire", r->expire_reason, sizeof r->expire_reason);
+	if (!s->no_files && sbx_sessdir_exists(s->dirfd, "expire")) {
+		struct sbx_err ignored; /* an expire that is no regular file has no reason */
+		ssize_t n = sbx_sessdir_read(s->dirfd, "expire", r->expire_reason,
+		                             sizeof r->expire_reason, &ignored);
 		while (n > 0 &&
 		       (r->expire_reason[n - 1] == '\n' || r->expire_reason[n - 1] == '\r'))
 			r->expire_reason[--n] = '\0';
@@ -1269,7 +1127,7 @@ int sbx_supervise_main(int argc, char **argv)
 	if (rearm) {
 		free(env);
 		struct sbx_err e;
-		if (sbx_sup_rearm(o.dir, &e) != 0) {
+		if (sbx_sessdir_rearm(o.dir, &e) != 0) {
 			fprintf(stderr, "sbx-agent supervise: %s\n", e.msg);
 			return 1;
 		}

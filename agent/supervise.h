@@ -32,19 +32,6 @@ struct sbx_sup_opts {
  * failed, 126/127 when the harness could not start. */
 int sbx_supervise(const struct sbx_sup_opts *o);
 
-/* begin_activation: rearms a finished session. -1 with *e (SBX_EUSAGE) when a run is still
- * alive, no receipt exists yet, or the folder has a `closing` marker. Moves the finished
- * activation's files into DIR/activation-N/ and bumps DIR/activation. */
-int sbx_sup_rearm(const char *dir, struct sbx_err *e);
-
-/* Creates the session folder (0700, owned by the euid) or validates it: a real directory (a
- * symlink is never followed), owned by the euid, not writable by group or other. */
-int sbx_sup_prepare_dir(const char *dir, struct sbx_err *e);
-
-/* 1 while the supervisor of the session folder open at dirfd is alive (it holds a lock on
- * supervisor.pid for its whole life). */
-int sbx_sup_alive(int dirfd);
-
 /* `sbx-agent supervise ...`; argv[0] is "supervise". */
 int sbx_supervise_main(int argc, char **argv);
 

@@ -38,6 +38,7 @@ struct pack {
 	struct sbx_err *e;
 	struct archive *a;
 	struct archive_entry_linkresolver *links;
+	struct sbx_exclude *ex; /* o->exclude, built once */
 	struct sbx_sha256 sha;
 	int out_failed;
 	int out_errno;
@@ -130,14 +131,6 @@ static int arch_err(struct pack *k, const char *what, const char *name)
 		return sbx_err_set(k->e, SBX_EUNAVAILABLE, k->out_errno, "writing the archive");
 	return sbx_err_set(k->e, SBX_ETRANSFER, 0, "%s %s: %s", what, name,
 	                   archive_error_string(k->a) ? archive_error_string(k->a) : "failed");
-}
-
-static int excluded(const struct pack *k, const char *name)
-{
-	for (const char *const *x = k->o->exclude; x != NULL && *x != NULL; x++)
-		if (sbx_exclude_match(*x, name))
-			return 1;
-	return 0;
 }
 
 static int cmp_names(const void *a, const void *b)
@@ -422,7 +415,7 @@ static int walk(struct pack *k, int dfd, const char *rel, int depth, struct arch
 static int put(struct pack *k, int dfd, const char *base, const char *name, int depth,
                struct archive_entry *en)
 {
-	if (excluded(k, name)) {
+	if (sbx_exclude_test(k->ex, name)) {
 		k->st->excluded++;
 		return 0;
 	}
@@ -453,6 +446,23 @@ static int put(struct pack *k, int dfd, const char *base, const char *name, int 
 			return sbx_err_set(k->e, SBX_ETRANSFER, errno, "cannot read link %s", name);
 		}
 		t[n] = '\0';
+		/* A symlink with more names (a hard link to it) goes out once; its other names
+		 * as hard links to the first, as GNU tar writes them. */
+		if (sb.st_nlink > 1) {
+			struct archive_entry *spare = NULL;
+			fill(en, name, &sb);
+			archive_entry_set_symlink(en, t);
+			archive_entry_linkify(k->links, &en, &spare);
+			if (archive_entry_hardlink(en) != NULL) {
+				free(t);
+				k->st->hardlinks++;
+				return archive_write_header(k->a, en) == ARCHIVE_OK &&
+				                       archive_write_finish_entry(k->a) ==
+				                               ARCHIVE_OK
+				               ? 0
+				               : arch_err(k, "header of", name);
+			}
+		}
 		k->st->symlinks++;
 		int plain = plain_header(k, name, t, &sb);
 		if (plain == 0) {
@@ -576,6 +586,8 @@ int sbx_pack(const struct sbx_pack_opts *o, struct sbx_pack_stats *st, struct sb
 	int rc = -1;
 	if (o->as_name != NULL && check_as_name(o, &as, e) != 0)
 		goto out;
+	if (sbx_exclude_new(&k.ex, o->exclude, e) != 0)
+		goto out;
 	if (k.a == NULL || k.links == NULL || en == NULL || k.buf == NULL || k.zeros == NULL ||
 	    k.ob == NULL) {
 		sbx_err_set(e, SBX_ETRANSFER, ENOMEM, "packing");
@@ -603,6 +615,7 @@ int sbx_pack(const struct sbx_pack_opts *o, struct sbx_pack_stats *st, struct sb
 	rc = 0;
 out:
 	sbx_mapread_end(&k.map);
+	sbx_exclude_free(k.ex);
 	free(as);
 	free(k.ext);
 	free(k.zeros);

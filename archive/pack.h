@@ -35,12 +35,15 @@ struct sbx_pack_stats {
 /* Packs the tree; members are named relative to the folder ("a/b"), in name order within each
  * directory so the same tree gives the same bytes. Owners are numeric only (no user names);
  * modes keep set-id and sticky bits; mtimes keep nanoseconds (atime and ctime are left out).
- * Names are stored as bytes (pax hdrcharset=BINARY). A file with holes (lseek SEEK_HOLE) is
- * stored as a GNU sparse 1.0 member: only its data regions travel. -1 with *e: SBX_ETRANSFER
+ * Names are stored as bytes (pax hdrcharset=BINARY). A file or symlink with more than one name
+ * is stored once and its other names as hard links to the first, as GNU tar stores them. A
+ * file with holes (lseek SEEK_HOLE) is stored as a GNU sparse 1.0 member: only its data
+ * regions travel. -1 with *e: SBX_ETRANSFER
  * naming the member for what the tree holds (an unsafe member without skip_unsafe, an
  * unreadable file, a file that changed type while read, an as_name entry that is missing),
  * SBX_EUNAVAILABLE when out_fd fails, SBX_EUSAGE for an as_name that is not a member name or
- * names that are not exactly one plain component with it. */
+ * names that are not exactly one plain component with it, or exclude patterns beyond
+ * shared/exclude.h's bounds. */
 int sbx_pack(const struct sbx_pack_opts *o, struct sbx_pack_stats *st, struct sbx_err *e);
 
 #endif

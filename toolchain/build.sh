@@ -2,8 +2,9 @@
 # build.sh ARCH|host: builds the static libraries the agent (ARCH) or the host tools (host) link
 # against, into $SBX_CACHE/ARCH/{include,lib}: BearSSL and libarchive (tar formats, no
 # compression or crypto libraries), with that architecture's musl compiler (the system
-# compiler and -fPIC for host); for riscv64 musl itself first. A stamp holding a digest of the pins and these scripts makes a rebuild a
-# no-op until one of them changes.
+# compiler and -fPIC for host); for riscv64 musl itself first. A stamp holding a digest of the
+# pins, these scripts and the libarchive patches makes a rebuild a no-op until one of them
+# changes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 : "${SBX_CACHE:?SBX_CACHE must be set}"
@@ -13,7 +14,8 @@ export SBX_CACHE=$(mkdir -p "$SBX_CACHE" && cd "$SBX_CACHE" && pwd)
 arch=$1
 jobs=${SBX_JOBS:-$(nproc)}
 
-key=$(cat "$here/pins" "$here/arch.sh" "$here/build.sh" "$here/fetch.sh" | sha256sum | cut -c1-16)
+key=$(cat "$here/pins" "$here/arch.sh" "$here/build.sh" "$here/fetch.sh" "$here"/*.patch |
+	sha256sum | cut -c1-16)
 out="$SBX_CACHE/$arch"
 stamp="$out/.stamp"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ]; then
@@ -71,6 +73,10 @@ host_opt=()
 {
 	adir=$("$here/fetch.sh" libarchive)
 	cp -a "$adir" "$out/work/libarchive"
+	# Our own fixes on top of Debian's, each a toolchain/libarchive-*.patch (docs/build.md).
+	for p in "$here"/libarchive-*.patch; do
+		patch -d "$out/work/libarchive" -p1 --quiet --forward <"$p" >>"$log" 2>&1
+	done
 	(
 		cd "$out/work/libarchive"
 		# Debian's patches touch Makefile.am (test lists) and configure.ac (a pkg-config line for
