@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "digest.h"
+#include "sessdir.h"
 
 struct buf {
 	char *p;
@@ -184,48 +185,6 @@ char *sbx_receipt_format(const struct sbx_receipt *r, size_t *len)
 	return b.p;
 }
 
-int sbx_receipt_atomic_write(int dirfd, const char *name, const void *data, size_t len,
-                             struct sbx_err *e)
-{
-	char tmp[128];
-	if (snprintf(tmp, sizeof tmp, ".%s.tmp", name) >= (int)sizeof tmp)
-		return sbx_err_set(e, SBX_EUSAGE, 0, "file name too long: %s", name);
-	int fd = -1;
-	for (int attempt = 0; fd < 0 && attempt < 2; attempt++) {
-		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0 && errno == EEXIST && attempt == 0)
-			unlinkat(dirfd, tmp, 0); /* left by a crash; never written through */
-		else if (fd < 0)
-			return sbx_err_set(e, SBX_ETRANSFER, errno, "create %s", tmp);
-	}
-	const char *p = data;
-	size_t off = 0;
-	while (off < len) {
-		ssize_t n = write(fd, p + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int err = errno;
-			close(fd);
-			unlinkat(dirfd, tmp, 0);
-			return sbx_err_set(e, SBX_ETRANSFER, err, "write %s", tmp);
-		}
-		off += (size_t)n;
-	}
-	if (fsync(fd) != 0 || close(fd) != 0) {
-		int err = errno;
-		unlinkat(dirfd, tmp, 0);
-		return sbx_err_set(e, SBX_ETRANSFER, err, "fsync %s", tmp);
-	}
-	if (renameat(dirfd, tmp, dirfd, name) != 0) {
-		int err = errno;
-		unlinkat(dirfd, tmp, 0);
-		return sbx_err_set(e, SBX_ETRANSFER, err, "rename %s", name);
-	}
-	fsync(dirfd);
-	return 0;
-}
-
 int sbx_receipt_write(int dirfd, const char *json, size_t len, const uint8_t *key, size_t key_len,
                       struct sbx_err *e)
 {
@@ -235,11 +194,14 @@ int sbx_receipt_write(int dirfd, const char *json, size_t len, const uint8_t *ke
 		sbx_hmac_sha256(key, key_len, json, len, mac);
 		sbx_hex(mac, sizeof mac, hex);
 		hex[64] = '\n';
-		if (sbx_receipt_atomic_write(dirfd, "receipt.sig", hex, 65, e) != 0)
+		if (sbx_sessdir_write(dirfd, "receipt.sig", hex, 65, e) != 0)
 			return -1;
 	} else if (unlinkat(dirfd, "receipt.sig", 0) != 0 && errno != ENOENT) {
 		/* an unsigned receipt must not sit beside a signature someone else wrote */
 		return sbx_err_set(e, SBX_ETRANSFER, errno, "remove receipt.sig");
 	}
-	return sbx_receipt_atomic_write(dirfd, "receipt.json", json, len, e);
+	if (sbx_sessdir_write(dirfd, "receipt.json", json, len, e) != 0)
+		return -1;
+	fsync(dirfd);
+	return 0;
 }

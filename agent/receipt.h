@@ -43,10 +43,6 @@ struct sbx_receipt {
  * NULL when out of memory. Strings: control characters as \u00XX, invalid UTF-8 bytes as '?'. */
 char *sbx_receipt_format(const struct sbx_receipt *r, size_t *len);
 
-/* Writes dirfd/name atomically: dirfd/.name.tmp created with O_EXCL|O_NOFOLLOW (a stale one is
- * unlinked first), written, fsynced, renamed over name. */
-int sbx_receipt_atomic_write(int dirfd, const char *name, const void *data, size_t len,
-                             struct sbx_err *e);
 
 /* Writes receipt.sig (64 hex digits of HMAC-SHA256(key, json), "\n") when key_len > 0, then
  * receipt.json, so a receipt.json in place always has its signature beside it. */

@@ -337,6 +337,10 @@ void sbx_supctl_read(const uint8_t *req, size_t len, struct sbx_msgw *w)
 		reply_sbx_err(w, &e);
 		return;
 	}
+	/* Never more than the size it answers with, even when the file grows meanwhile: the host
+	 * refuses an answer larger than the file says it is. */
+	if (want > st.st_size - off)
+		want = st.st_size > off ? st.st_size - off : 0;
 	char *buf = malloc((size_t)want + 1);
 	ssize_t n = buf ? pread(fd, buf, (size_t)want, off) : -1;
 	close(fd);

@@ -86,7 +86,7 @@ for a in $SBX_ARCHES; do
 	while IFS= read -r l; do
 		[ "$l" = bin/busybox ] && continue
 		[ -L "$r/$l" ] && [ "$(readlink "$r/$l" | cut -c1)" != / ] &&
-			[ "$(realpath -m "$r/$l")" = "$r/bin/busybox" ] ||
+			[ "$(realpath -m "$r/$l")" = "$(realpath "$r")/bin/busybox" ] ||
 			die "$name: /$l is not a relative link to busybox"
 		n=$((n + 1))
 	done <<<"$list"
