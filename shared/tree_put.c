@@ -126,7 +126,7 @@ static int refuse(struct sbx_put *p, struct sbx_err *e, int errnum, const char *
 static int charge(struct sbx_put *p, size_t n, const char *raw, struct sbx_err *e)
 {
 	if (n > SBX_PUT_STATE_MAX - p->state)
-		return refuse(p, e, ENOMEM, raw,
+		return refuse(p, e, 0, raw,
 		              "more than %u MiB of directory metadata and pending hard links would "
 		              "be held (the limit)",
 		              SBX_PUT_STATE_MAX >> 20);

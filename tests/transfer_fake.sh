@@ -209,6 +209,12 @@ ok "merge: a folder of the target owned by another user refused before anything 
 # many_dirs at 83 MiB, many_links at 161 MiB; pax_sparse_00/01 and many_dirs were accepted,
 # and no refusal named a limit.
 rss_limit=$((64 * 1024))
+# An ASan build (make check SAN=1) keeps freed memory in quarantine and shadow pages: its RSS
+# says nothing of the bound, so only the refusals are checked there.
+if ldd "$sbx" 2>/dev/null | grep -q libasan; then
+	rss_limit=$((1 << 20))
+	echo "    (an ASan build: peak RSS not held to 64 MiB)"
+fi
 for mode in gnu_sparse_old pax_sparse_00 pax_sparse_01 pax_sparse_10 pax_nested long_names many_dirs many_links; do
 	rm -rf "$w/p3" && mkdir -p "$w/p3"
 	rc=0
@@ -221,7 +227,7 @@ for mode in gnu_sparse_old pax_sparse_00 pax_sparse_01 pax_sparse_10 pax_nested 
 	[ -z "$(ls -A "$w/p3")" ] || die "$mode: something left"
 	echo "    $mode: $(sed -E 's/^sbx: //; s/(.)\1{19,}/\1.../g' "$w/err" | cut -c1-150); peak RSS $((rss / 1024)) MiB"
 done
-ok "hostile sparse maps (old GNU, pax 0.0/0.1/1.0), pax headers, long names, many folders and pending links: refused naming the limit, peak RSS under 64 MiB, nothing left"
+ok "hostile sparse maps (old GNU, pax 0.0/0.1/1.0), pax headers, long names, many folders and pending links: refused naming the limit, peak RSS under $((rss_limit / 1024)) MiB, nothing left"
 # Every bound nearly reached in one download that is accepted (the figure in the docs).
 rm -rf "$w/p3"
 /usr/bin/time -f %M -o "$w/rss" "$sbx" --via "python3 $here/fake/agent.py worst" \
