@@ -37,7 +37,7 @@ struct sbx_unpack_opts {
  * headers together, the entries of its sparse map (old GNU 'S' headers and their extension
  * blocks, pax GNU.sparse 0.0/0.1 records, SUN.holesdata, the 1.0 map at the start of the
  * data) and of its ACLs (SCHILY.acl.*, 'A': libarchive searches its list for each one it adds;
- * neither is restored). Past a bound the archive is refused, naming the bound. */
+ * ACLs are not restored). Past a bound the archive is refused, naming the bound. */
 #define SBX_UNPACK_EXT_MAX (512u * 1024)
 #define SBX_UNPACK_EXT_TOTAL (1024u * 1024)
 #define SBX_UNPACK_SPARSE_MAX 65536u
