@@ -137,21 +137,76 @@ static int is_dir(int dirfd, const struct ent *en, int *dir)
 
 /* ---- removal ---- */
 
+/* One folder of the path being removed: 32 bytes, its name in the stack of names (a tree as
+ * deep as a 512 KiB member name makes is some 260,000 levels). */
 struct level {
-	struct stat st; /* the folder at this level, as opened */
-	int64_t resume; /* its parent's listing goes on from here once it is gone */
-	int removed;    /* this pass removed something: one more pass from the start */
-	int rounds;
-	char *name; /* its name in the parent (NULL for the top) */
+	uint64_t dev, ino; /* the folder, as opened */
+	int64_t resume;    /* its parent's listing goes on from here once it is gone */
+	uint32_t name;     /* offset of its name in names (the top has none) */
+	uint16_t rounds;   /* passes over its listing that removed something */
+	uint8_t removed;   /* this pass removed something: one more pass from the start */
 };
 
+struct rm {
+	struct level *lv;
+	size_t d, cap; /* lv[0..d]: the top to the folder being emptied */
+	char *names;   /* the levels' names, NUL-terminated, a stack */
+	size_t nlen, ncap;
+	const char *top_name;
+	struct sbx_err *e;
+};
+
+static const char *name_of(const struct rm *r, size_t i)
+{
+	return r->names + r->lv[i].name;
+}
+
+static int same_level(const struct stat *st, const struct level *l)
+{
+	return (uint64_t)st->st_dev == l->dev && (uint64_t)st->st_ino == l->ino;
+}
+
+/* Pushes a level for the folder name (identity from the opened fd's st). */
+static int push_level(struct rm *r, const char *name, const struct stat *st, int64_t resume)
+{
+	size_t n = strlen(name) + 1;
+	if (r->d + 1 == r->cap) {
+		struct level *t = realloc(r->lv, 2 * r->cap * sizeof *t);
+		if (t == NULL)
+			return -1;
+		r->lv = t;
+		r->cap *= 2;
+	}
+	if (r->ncap - r->nlen < n || r->nlen + n > UINT32_MAX) {
+		size_t c = r->ncap * 2 + n;
+		char *t = c <= UINT32_MAX ? realloc(r->names, c) : NULL;
+		if (t == NULL)
+			return -1;
+		r->names = t;
+		r->ncap = c;
+	}
+	memcpy(r->names + r->nlen, name, n);
+	r->lv[++r->d] = (struct level){.dev = (uint64_t)st->st_dev,
+	                               .ino = (uint64_t)st->st_ino,
+	                               .resume = resume,
+	                               .name = (uint32_t)r->nlen};
+	r->nlen += n;
+	return 0;
+}
+
+static void pop_level(struct rm *r)
+{
+	r->nlen = r->lv[r->d].name;
+	r->d--;
+}
+
 /* The path below the top to level d, for messages: its last bytes when long. */
-static const char *where(const struct level *lv, size_t d, char *buf, size_t cap)
+static const char *where(const struct rm *r, size_t d, char *buf, size_t cap)
 {
 	size_t pos = cap - 1;
 	buf[pos] = '\0';
 	for (size_t i = d; i >= 1; i--) {
-		size_t n = strlen(lv[i].name);
+		size_t n = strlen(name_of(r, i));
 		if (n + 4 > pos) {
 			if (pos >= 3) {
 				pos -= 3;
@@ -160,7 +215,7 @@ static const char *where(const struct level *lv, size_t d, char *buf, size_t cap
 			break;
 		}
 		pos -= n;
-		memcpy(buf + pos, lv[i].name, n);
+		memcpy(buf + pos, name_of(r, i), n);
 		if (i > 1)
 			buf[--pos] = '/';
 	}
@@ -186,13 +241,13 @@ static int unlink_in(int dirfd, const char *name, int flags)
 
 /* Opens level k again from the top by the names that led there, each checked against the
  * folder first opened; -1 when one no longer is. */
-static int rewalk(int top, const struct level *lv, size_t k)
+static int rewalk(int top, const struct rm *r, size_t k)
 {
 	int fd = top;
 	for (size_t i = 1; i <= k; i++) {
-		int n = openat(fd, lv[i].name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int n = openat(fd, name_of(r, i), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		struct stat st;
-		int ok = n >= 0 && fstat(n, &st) == 0 && same_obj(&st, &lv[i].st);
+		int ok = n >= 0 && fstat(n, &st) == 0 && same_level(&st, &r->lv[i]);
 		if (fd != top)
 			close(fd);
 		if (!ok) {
@@ -205,156 +260,136 @@ static int rewalk(int top, const struct level *lv, size_t k)
 	return fd;
 }
 
-static int rm_fail(struct sbx_err *e, int err, const char *top_name, const struct level *lv,
-                   size_t d, const char *entry, const char *what)
+/* "remove TOP/PATH[/ENTRY]: what" for the folder at level d. */
+static int rm_fail(const struct rm *r, int err, size_t d, const char *entry, const char *what)
 {
 	char buf[160];
-	const char *path = where(lv, d, buf, sizeof buf);
-	return sbx_err_set(e, SBX_ETRANSFER, err, "remove %s%s%s%s%s: %s", top_name,
+	const char *path = where(r, d, buf, sizeof buf);
+	return sbx_err_set(r->e, SBX_ETRANSFER, err, "remove %s%s%s%s%s: %s", r->top_name,
 	                   path[0] ? "/" : "", path, entry ? "/" : "", entry ? entry : "", what);
 }
 
-static int rm_in(int top, const char *top_name, struct sbx_err *e)
+/* Empties the folder top: down into each subfolder in turn (closing the one above), back up
+ * when it is empty, removing it there. */
+static int rm_walk(struct rm *r, struct lister *l, int top)
 {
-	struct lister *l = malloc(sizeof *l);
-	struct level *lv = calloc(16, sizeof *lv);
-	size_t cap = 16, d = 0;
-	int cur = top, rc = -1;
-	if (l == NULL || lv == NULL) {
-		rc = sbx_err_set(e, SBX_ETRANSFER, ENOMEM, "remove %s", top_name);
-		goto out;
-	}
-	if (fstat(top, &lv[0].st) != 0 || list_start(l, top, 0) != 0) {
-		rc = rm_fail(e, errno, top_name, lv, 0, NULL, "cannot list it");
-		goto out;
-	}
+	int cur = top;
+	struct stat st;
+	if (fstat(top, &st) != 0 || list_start(l, top, 0) != 0)
+		return rm_fail(r, errno, 0, NULL, "cannot list it");
+	r->lv[0] = (struct level){.dev = (uint64_t)st.st_dev, .ino = (uint64_t)st.st_ino};
+	int rc = -1;
 	for (;;) {
+		struct level *lv = &r->lv[r->d];
 		struct ent en;
-		int r = list_next(l, &en);
-		if (r < 0) {
-			rc = rm_fail(e, errno, top_name, lv, d, NULL, "cannot list it");
-			goto out;
+		int got = list_next(l, &en);
+		if (got < 0) {
+			rc = rm_fail(r, errno, r->d, NULL, "cannot list it");
+			break;
 		}
-		if (r == 1) {
+		if (got == 1) {
 			int dir;
 			if (is_dir(cur, &en, &dir) != 0) {
 				if (errno == ENOENT)
 					continue;
-				rc = rm_fail(e, errno, top_name, lv, d, en.name,
-				             "cannot inspect it");
-				goto out;
+				rc = rm_fail(r, errno, r->d, en.name, "cannot inspect it");
+				break;
 			}
 			if (!dir) {
 				if (unlink_in(cur, en.name, 0) != 0) {
-					rc = rm_fail(e, errno, top_name, lv, d, en.name,
-					             "cannot remove it");
-					goto out;
+					rc = rm_fail(r, errno, r->d, en.name, "cannot remove it");
+					break;
 				}
-				lv[d].removed = 1;
+				lv->removed = 1;
 				continue;
 			}
-			if (d + 1 == cap) {
-				struct level *t = realloc(lv, 2 * cap * sizeof *lv);
-				if (t == NULL) {
-					rc = rm_fail(e, ENOMEM, top_name, lv, d, en.name,
-					             "too deep");
-					goto out;
-				}
-				lv = t;
-				cap *= 2;
-			}
-			struct level *nl = &lv[d + 1];
-			memset(nl, 0, sizeof *nl);
-			nl->resume = en.next;
-			if ((nl->name = strdup(en.name)) == NULL) {
-				rc = rm_fail(e, ENOMEM, top_name, lv, d, en.name, "out of memory");
-				goto out;
-			}
-			int sub = open_subdir(cur, nl->name);
-			if (sub < 0 || fstat(sub, &nl->st) != 0) {
+			int sub = open_subdir(cur, en.name);
+			if (sub < 0 || fstat(sub, &st) != 0) {
 				int err = errno;
 				if (sub >= 0)
 					close(sub);
-				free(nl->name);
 				if (err == ENOENT || err == ENOTDIR) {
-					lv[d].removed =
+					lv->removed =
 					        1; /* gone or no longer a folder: look again */
 					continue;
 				}
-				rc = rm_fail(e, err, top_name, lv, d, en.name, "cannot open it");
-				goto out;
+				rc = rm_fail(r, err, r->d, en.name, "cannot open it");
+				break;
+			}
+			if (push_level(r, en.name, &st, en.next) != 0) {
+				close(sub);
+				rc = rm_fail(r, ENOMEM, r->d, en.name, "cannot go deeper");
+				break;
 			}
 			if (cur != top)
 				close(cur);
 			cur = sub;
-			d++;
 			if (list_start(l, cur, 0) != 0) {
-				rc = rm_fail(e, errno, top_name, lv, d, NULL, "cannot list it");
-				goto out;
+				rc = rm_fail(r, errno, r->d, NULL, "cannot list it");
+				break;
 			}
 			continue;
 		}
 		/* The end of this folder's listing. Anything removed: look again from the start
 		 * (a listing that changes under its reader may skip names). */
-		if (lv[d].removed) {
-			if (++lv[d].rounds > ROUNDS) {
-				rc = rm_fail(e, EBUSY, top_name, lv, d, NULL, "it keeps refilling");
-				goto out;
+		if (lv->removed) {
+			if (++lv->rounds > ROUNDS) {
+				rc = rm_fail(r, EBUSY, r->d, NULL, "it keeps refilling");
+				break;
 			}
-			lv[d].removed = 0;
+			lv->removed = 0;
 			if (list_start(l, cur, 0) != 0) {
-				rc = rm_fail(e, errno, top_name, lv, d, NULL, "cannot list it");
-				goto out;
+				rc = rm_fail(r, errno, r->d, NULL, "cannot list it");
+				break;
 			}
 			continue;
 		}
-		if (d == 0)
+		if (r->d == 0) {
+			rc = 0;
 			break;
+		}
 		/* Empty: up to the parent (through "..", or by name from the top when ".." is
 		 * not the folder we came down from), then remove it there. */
-		int up = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		struct stat st;
-		if (up >= 0 && (fstat(up, &st) != 0 || !same_obj(&st, &lv[d - 1].st))) {
+		int up = r->d == 1 ? top : openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (up >= 0 && up != top && (fstat(up, &st) != 0 || !same_level(&st, lv - 1))) {
 			close(up);
 			up = -1;
 		}
-		if (up < 0 && (up = rewalk(top, lv, d - 1)) < 0) {
-			rc = rm_fail(e, 0, top_name, lv, d, NULL,
+		if (up < 0 && (up = rewalk(top, r, r->d - 1)) < 0) {
+			rc = rm_fail(r, 0, r->d, NULL,
 			             "a folder on its path was moved during the removal");
-			goto out;
+			break;
 		}
-		if (cur != top)
-			close(cur);
-		if (up == top || d - 1 == 0) {
-			if (up != top)
-				close(up);
-			cur = top;
-		} else {
-			cur = up;
+		close(cur);
+		cur = up;
+		if (unlink_in(cur, name_of(r, r->d), AT_REMOVEDIR) != 0) {
+			rc = rm_fail(r, errno, r->d, NULL, "cannot remove it");
+			break;
 		}
-		d--;
-		if (unlink_in(cur, lv[d + 1].name, AT_REMOVEDIR) != 0) {
-			rc = rm_fail(e, errno, top_name, lv, d + 1, NULL, "cannot remove it");
-			d++; /* its name is freed below */
-			goto out;
-		}
-		lv[d].removed = 1;
-		int64_t resume = lv[d + 1].resume;
-		free(lv[d + 1].name);
-		lv[d + 1].name = NULL;
+		int64_t resume = lv->resume;
+		pop_level(r);
+		r->lv[r->d].removed = 1;
 		if (list_start(l, cur, resume) != 0) {
-			rc = rm_fail(e, errno, top_name, lv, d, NULL, "cannot list it");
-			goto out;
+			rc = rm_fail(r, errno, r->d, NULL, "cannot list it");
+			break;
 		}
 	}
-	rc = 0;
-out:
 	if (cur != top)
 		close(cur);
-	if (lv != NULL)
-		for (size_t i = 1; i <= d; i++)
-			free(lv[i].name);
-	free(lv);
+	return rc;
+}
+
+static int rm_in(int top, const char *top_name, struct sbx_err *e)
+{
+	struct rm r = {.cap = 64, .ncap = 1024, .top_name = top_name, .e = e};
+	struct lister *l = malloc(sizeof *l);
+	r.lv = malloc(r.cap * sizeof *r.lv);
+	r.names = malloc(r.ncap);
+	int rc = l != NULL && r.lv != NULL && r.names != NULL
+	                 ? rm_walk(&r, l, top)
+	                 : sbx_err_set(e, SBX_ETRANSFER, ENOMEM, "remove %s", top_name);
+	free(r.names);
+	free(r.lv);
 	free(l);
 	return rc;
 }

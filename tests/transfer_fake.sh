@@ -242,16 +242,20 @@ ok "a download near every bound (30 MiB of held folder names, a 64 MiB file, a 6
 # Against the previous host: the 5000-level tree was left in .sbx-stage-* both ways (the
 # removal's "deeper than 4096 levels" error dropped, exit 5 all the same); the wide tree was
 # removed there too.
-for spec in "deep" "bad_sha,deep" "wide" "bad_sha,wide"; do
+# The last: the deepest tree one member's name allows (250,000 levels from a 500 KB name).
+for spec in deep bad_sha,deep wide bad_sha,wide bad_sha,deep:250000; do
 	rm -rf "$w/p5" && mkdir -p "$w/p5"
 	rc=0
-	(ulimit -n 1024 && F "$spec" download-dir /sb "$w/p5/target") 2>"$w/err" || rc=$?
+	n=${spec#*:}
+	[ "$n" != "$spec" ] || n=
+	(ulimit -n 1024 && SBX_FAKE_N=${n:-} && export SBX_FAKE_N &&
+		F "${spec%:*}" download-dir /sb "$w/p5/target") 2>"$w/err" || rc=$?
 	[ $rc = 5 ] || { cat "$w/err"; die "$spec: exit $rc, want 5"; }
 	[ -z "$(ls -A "$w/p5")" ] || { ls -A "$w/p5"; cat "$w/err"; die "$spec: something left"; }
 	grep -q "left behind" "$w/err" && die "$spec: $(cat "$w/err")"
 	echo "    $spec: $(sed -E 's/^sbx: //; s/(.)\1{19,}/\1.../g' "$w/err" | cut -c1-150)"
 done
-ok "a download failing at its end (FIFO, bad SHA-256) after a tree 5000 levels deep or 3000 wide (1024 fds): nothing left"
+ok "a download failing at its end (FIFO, bad SHA-256) after a tree 5000 or 250,000 levels deep or 3000 wide (1024 fds): nothing left"
 
 echo "transfer_fake: $pass passed, $fails failed"
 [ $fails = 0 ]

@@ -153,7 +153,7 @@ END_MARK = b"\0" * 1024
 
 
 def _n(default):
-    return int(os.environ.get("SBX_FAKE_N", default))
+    return int(os.environ.get("SBX_FAKE_N") or default)
 
 
 # ---- modes ----
