@@ -38,6 +38,7 @@ static char *dup_field(const struct sbx_field *f)
 void sbx_xfer_req_free(struct sbx_xfer_req *r)
 {
 	free(r->path);
+	free(r->only);
 	sbx_strv_free(r->names);
 	sbx_strv_free(r->exclude);
 	memset(r, 0, sizeof *r);
@@ -62,6 +63,16 @@ int sbx_xfer_parse(int upload, const uint8_t *p, size_t len, struct sbx_xfer_req
 				goto bad;
 			free(r->path);
 			r->path = s;
+			break;
+		case SBX_T_ONLY:
+			/* One component: the file lands in the target folder under this name. */
+			if ((s = dup_field(&f)) == NULL || strchr(s, '/') != NULL ||
+			    strcmp(s, ".") == 0 || strcmp(s, "..") == 0 || strlen(s) > 255) {
+				free(s);
+				goto bad;
+			}
+			free(r->only);
+			r->only = s;
 			break;
 		case SBX_T_NAMES:
 		case SBX_T_EXCLUDE:
@@ -326,7 +337,8 @@ _Noreturn static void upload(const struct sbx_xfer_req *r, struct out *o, int co
 	                             .mode = SBX_PUT_SANDBOX,
 	                             .force_walk = r->force_walk,
 	                             .readable = r->readable,
-	                             .tee_fd = -1};
+	                             .tee_fd = -1,
+	                             .only = r->only};
 	struct sbx_unpack_stats st;
 	memset(&st, 0, sizeof st);
 	int rc = sbx_unpack(&uo, &st, &e);

@@ -20,6 +20,7 @@ struct sbx_xfer_req {
 	int readable, open, force_walk;
 	char **names, **exclude; /* NULL-terminated, or NULL */
 	int skip_unsafe;
+	char *only; /* upload of a file: the one member (a name without '/'), or NULL */
 };
 
 int sbx_xfer_parse(int upload, const uint8_t *p, size_t len, struct sbx_xfer_req *r,

@@ -18,8 +18,8 @@
 #include "wbehind.h"
 
 #define CHUNK (256 * 1024)
-/* libarchive refuses extension headers past 1 MiB and nests at most 32 of them. */
-#define MAX_EXT_SIZE (1 << 20)
+/* libarchive nests at most 32 extension headers; the walks here follow a few more so that it
+ * is libarchive that refuses. */
 #define MAX_EXT_HEADERS 64
 #define NO_PIN UINT64_MAX
 /* Members at least this big have their data written by a second thread (archive/wbehind.h). */
@@ -34,13 +34,18 @@ struct unpack {
 	/* The window: stream bytes [base, base + len) that libarchive may still parse, or that
 	 * an entry's header walk needs (everything from pin on). */
 	unsigned char *win;
+	unsigned char *retired; /* the window before it last grew: libarchive may still read the
+	                           block it was given there until it asks for the next */
 	size_t len, cap;
 	uint64_t base, pin;
+	uint64_t
+	        given; /* the stream up to here was handed to libarchive; the rest was read ahead */
 	int in_eof;
 	int in_errno, tee_errno; /* a failed read (or tee write), for SBX_EUNAVAILABLE */
 	int in_failed, tee_failed;
 	struct sbx_wb *wb; /* made for the first big member; NULL: write here */
 	int wb_tried;
+	int only_seen; /* o->only: the one member was placed */
 };
 
 static int tee(struct unpack *u, const unsigned char *p, size_t n)
@@ -67,13 +72,22 @@ static ssize_t fill(struct unpack *u)
 	if (u->in_eof)
 		return 0;
 	if (u->cap - u->len < CHUNK) {
+		/* Not realloc: a read ahead (prescan) grows the window while libarchive holds a
+		 * block of it. */
 		size_t n = u->len + CHUNK;
-		unsigned char *w = realloc(u->win, n);
+		unsigned char *w = malloc(n);
 		if (w == NULL) {
 			u->in_failed = 1;
 			u->in_errno = ENOMEM;
 			return -1;
 		}
+		if (u->len > 0)
+			memcpy(w, u->win, u->len);
+		/* Only the window of the last in_read was handed out. */
+		if (u->retired == NULL)
+			u->retired = u->win;
+		else
+			free(u->win);
 		u->win = w;
 		u->cap = n;
 	}
@@ -103,10 +117,13 @@ static ssize_t fill(struct unpack *u)
 
 /* libarchive's read callback. Bytes before what libarchive has consumed (and before the pin)
  * are never needed again: they leave the window. The previous block may be moved, which
- * libarchive allows: it holds on to a client block only until it asks for the next. */
+ * libarchive allows: it holds on to a client block only until it asks for the next. Bytes
+ * read ahead (prescan) are handed over before anything new is read. */
 static la_ssize_t in_read(struct archive *a, void *ctx, const void **buf)
 {
 	struct unpack *u = ctx;
+	free(u->retired);
+	u->retired = NULL;
 	la_int64_t consumed = archive_filter_bytes(a, 0);
 	uint64_t keep = consumed > 0 ? (uint64_t)consumed : 0;
 	if (u->pin < keep)
@@ -118,9 +135,17 @@ static la_ssize_t in_read(struct archive *a, void *ctx, const void **buf)
 		u->len -= d;
 		u->base += d;
 	}
+	if (u->given < u->base + u->len) {
+		size_t at = (size_t)(u->given - u->base);
+		*buf = u->win + at;
+		u->given = u->base + u->len;
+		return (la_ssize_t)(u->len - at);
+	}
 	size_t at = u->len;
 	ssize_t n = fill(u);
 	*buf = u->win + at;
+	if (n > 0)
+		u->given += (uint64_t)n;
 	return n;
 }
 
@@ -176,7 +201,7 @@ static int raw_type(const struct unpack *u, uint64_t off, uint64_t consumed)
 		if (t != 'x' && t != 'g' && t != 'X' && t != 'L' && t != 'K' && t != 'A')
 			return t;
 		int64_t size = tar_number(h + 124, 12);
-		if (size < 0 || size > MAX_EXT_SIZE)
+		if (size < 0 || size > SBX_UNPACK_EXT_MAX)
 			return -1;
 		off += 512 + (((uint64_t)size + 511) & ~(uint64_t)511);
 	}
@@ -230,6 +255,197 @@ static int arch_fail(struct unpack *u, const char *where)
 		return sbx_err_set(u->e, SBX_EUNAVAILABLE, u->tee_errno,
 		                   "writing the archive copy");
 	return sbx_err_set(u->e, SBX_ETRANSFER, 0, "archive: %s%s", arch_msg(u->a), where);
+}
+
+/* ---- the headers read ahead and bounded (SBX_UNPACK_*) ---- */
+
+/* Reads ahead until the window holds the stream's bytes [off, off + n); NULL when the stream
+ * ends (or fails) first. off is at or after the pin, so nothing there has left the window. */
+static const unsigned char *ahead(struct unpack *u, uint64_t off, size_t n)
+{
+	while (u->base + u->len < off + n)
+		if (fill(u) <= 0)
+			return NULL;
+	return window_at(u, off, n);
+}
+
+static int is_ext(int t)
+{
+	return t == 'x' || t == 'g' || t == 'X' || t == 'L' || t == 'K' || t == 'A';
+}
+
+struct ext_count {
+	uint64_t offsets, sizes, other; /* GNU 0.0 records; 0.1 map pairs and SUN.holesdata */
+	uint64_t acl;                   /* ACL entries (libarchive's list is quadratic to fill) */
+	int gnu1;                       /* GNU.sparse.major or .minor: a map in the data */
+};
+
+static int key_is(const unsigned char *k, size_t n, const char *want)
+{
+	return n == strlen(want) && memcmp(k, want, n) == 0;
+}
+
+static uint64_t count_byte(const unsigned char *p, size_t n, unsigned char c)
+{
+	uint64_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		k += p[i] == c;
+	return k;
+}
+
+/* ACL text: entries separated by commas or newlines. */
+static uint64_t acl_entries(const unsigned char *p, size_t n)
+{
+	return count_byte(p, n, ',') + count_byte(p, n, '\n') + 1;
+}
+
+/* The sparse and ACL records of a pax header, parsed as libarchive's pax_header does (a
+ * length, a space, KEY=VALUE, a newline); at the first malformed record it stops, as libarchive
+ * does (which then warns: the entry is refused). Counts may be high, never low. */
+static void pax_scan(const unsigned char *b, size_t n, struct ext_count *c)
+{
+	size_t pos = 0;
+	while (pos < n) {
+		size_t len = 0, i = pos;
+		while (i < n && b[i] >= '0' && b[i] <= '9' && len <= 999999)
+			len = len * 10 + (size_t)(b[i++] - '0');
+		if (i >= n || b[i] != ' ' || len < i + 2 - pos || len > n - pos ||
+		    b[pos + len - 1] != '\n')
+			return;
+		const unsigned char *k = b + i + 1, *end = b + pos + len - 1;
+		const unsigned char *eq = memchr(k, '=', (size_t)(end - k));
+		if (eq == NULL)
+			return;
+		size_t kn = (size_t)(eq - k), vn = (size_t)(end - eq - 1);
+		if (key_is(k, kn, "GNU.sparse.offset"))
+			c->offsets++;
+		else if (key_is(k, kn, "GNU.sparse.numbytes"))
+			c->sizes++;
+		else if (key_is(k, kn, "GNU.sparse.map"))
+			c->other += (count_byte(eq + 1, vn, ',') + 2) / 2;
+		else if (key_is(k, kn, "SUN.holesdata"))
+			c->other += count_byte(eq + 1, vn, ' ');
+		else if (key_is(k, kn, "GNU.sparse.major") || key_is(k, kn, "GNU.sparse.minor"))
+			c->gnu1 = 1;
+		else if (kn > 11 && memcmp(k, "SCHILY.acl.", 11) == 0)
+			c->acl += acl_entries(eq + 1, vn);
+		pos += len;
+	}
+}
+
+static uint64_t sparse_entries(const struct ext_count *c)
+{
+	return (c->offsets > c->sizes ? c->offsets : c->sizes) + c->other;
+}
+
+static int too_sparse(struct unpack *u, uint64_t nth, uint64_t n)
+{
+	return sbx_err_set(
+	        u->e, SBX_ETRANSFER, 0,
+	        "archive: entry %llu: a sparse map of %s%llu entries (the limit is %u)",
+	        (unsigned long long)nth, n > SBX_UNPACK_SPARSE_MAX ? "more than " : "",
+	        (unsigned long long)(n > SBX_UNPACK_SPARSE_MAX ? SBX_UNPACK_SPARSE_MAX : n),
+	        SBX_UNPACK_SPARSE_MAX);
+}
+
+/* GNU sparse 1.0: the map's first line (at most 100 bytes, as libarchive reads it) is its
+ * entry count. */
+static int gnu1_count(struct unpack *u, uint64_t data, uint64_t nth)
+{
+	const unsigned char *p = NULL;
+	size_t n = 0;
+	while (n < 100 && (p = ahead(u, data, n + 1)) != NULL && p[n++] != '\n')
+		;
+	if (p == NULL || n == 0)
+		return 0; /* short: libarchive says so */
+	if (p[0] == '#')
+		return sbx_err_set(
+		        u->e, SBX_ETRANSFER, 0,
+		        "archive: entry %llu: a sparse map that starts with comment lines",
+		        (unsigned long long)nth);
+	uint64_t k = 0;
+	for (size_t i = 0; i < n && p[i] >= '0' && p[i] <= '9'; i++)
+		if ((k = k * 10 + (uint64_t)(p[i] - '0')) > SBX_UNPACK_SPARSE_MAX)
+			return too_sparse(u, nth, k);
+	return 0;
+}
+
+/* Before libarchive reads the entry whose headers start at hp (the nth): every extension
+ * header's size, their total, and the sparse map are checked on the raw bytes, read ahead into
+ * the window (the pin holds them; libarchive then reads them from there). 0 when libarchive
+ * may go on (it reports what is malformed), -1 with *e past a bound or when reading failed. */
+static int prescan(struct unpack *u, uint64_t hp, uint64_t nth)
+{
+	uint64_t off = hp, total = 0;
+	struct ext_count c = {0};
+	for (int i = 0; i < MAX_EXT_HEADERS; i++) {
+		const unsigned char *h = ahead(u, off, 512);
+		if (h == NULL)
+			break;
+		int t = h[156];
+		if (t == 'V') {
+			off += 512;
+			continue;
+		}
+		if (!is_ext(t)) {
+			uint64_t data = off + 512;
+			if (t == 'S' && memcmp(h + 257, "ustar  \0", 8) == 0) {
+				/* Old GNU: 4 entries in the header, 21 in each extension block. */
+				c.other += 4;
+				int more = h[482] != 0;
+				while (more) {
+					if (sparse_entries(&c) > SBX_UNPACK_SPARSE_MAX)
+						return too_sparse(u, nth, sparse_entries(&c));
+					const unsigned char *x = ahead(u, data, 512);
+					if (x == NULL)
+						break;
+					c.other += 21;
+					more = x[504] != 0;
+					data += 512;
+				}
+			}
+			if (sparse_entries(&c) > SBX_UNPACK_SPARSE_MAX)
+				return too_sparse(u, nth, sparse_entries(&c));
+			if (c.gnu1 && gnu1_count(u, data, nth) != 0)
+				return -1;
+			break;
+		}
+		int64_t size = tar_number(h + 124, 12);
+		if (size < 0 || size > SBX_UNPACK_EXT_MAX)
+			return sbx_err_set(u->e, SBX_ETRANSFER, 0,
+			                   "archive: entry %llu: an extension header of %lld bytes "
+			                   "(the limit is %u)",
+			                   (unsigned long long)nth, (long long)size,
+			                   SBX_UNPACK_EXT_MAX);
+		total += (uint64_t)size;
+		if (total > SBX_UNPACK_EXT_TOTAL)
+			return sbx_err_set(
+			        u->e, SBX_ETRANSFER, 0,
+			        "archive: entry %llu: extension headers of more than %u bytes "
+			        "together (the limit)",
+			        (unsigned long long)nth, SBX_UNPACK_EXT_TOTAL);
+		if (t == 'x' || t == 'X' || t == 'A') {
+			const unsigned char *b = ahead(u, off + 512, (size_t)size);
+			if (b == NULL)
+				break;
+			if (t == 'A')
+				c.acl += acl_entries(b, (size_t)size);
+			else
+				pax_scan(b, (size_t)size, &c);
+			if (sparse_entries(&c) > SBX_UNPACK_SPARSE_MAX)
+				return too_sparse(u, nth, sparse_entries(&c));
+			if (c.acl > SBX_UNPACK_ACL_MAX)
+				return sbx_err_set(
+				        u->e, SBX_ETRANSFER, 0,
+				        "archive: entry %llu: more than %u ACL entries (the "
+				        "limit)",
+				        (unsigned long long)nth, SBX_UNPACK_ACL_MAX);
+		}
+		off += 512 + (((uint64_t)size + 511) & ~(uint64_t)511);
+	}
+	if (u->in_failed || u->tee_failed)
+		return arch_fail(u, "");
+	return 0;
 }
 
 /* Only one warning is harmless: a pax name that is not text in this (C) locale, which
@@ -311,6 +527,46 @@ static unsigned readable_mode(unsigned mode, int type)
 	return mode;
 }
 
+static const char *kind_of(int type)
+{
+	switch (type) {
+	case 'd':
+		return "folder";
+	case 'l':
+		return "symlink";
+	case 'h':
+		return "hard link";
+	default:
+		return "special file";
+	}
+}
+
+/* A file's archive (o->only): this member must be that one file, once. */
+static int only_member(struct unpack *u, const struct sbx_put_member *m)
+{
+	size_t len = strlen(m->name);
+	char *norm = malloc(len + 1);
+	if (norm == NULL)
+		return sbx_err_set(u->e, SBX_ETRANSFER, ENOMEM, "member %s", m->name);
+	int same =
+	        sbx_member_name(m->name, norm, len + 1, NULL) == 0 && strcmp(norm, u->o->only) == 0;
+	free(norm);
+	if (!same)
+		return sbx_err_set(u->e, SBX_ETRANSFER, 0,
+		                   "member %s: a file's archive may hold only the one member %s",
+		                   m->name, u->o->only);
+	if (m->type != 'f')
+		return sbx_err_set(u->e, SBX_ETRANSFER, 0,
+		                   "member %s: a %s where the file %s must be a regular file",
+		                   m->name, kind_of(m->type), u->o->only);
+	if (u->only_seen)
+		return sbx_err_set(u->e, SBX_ETRANSFER, 0,
+		                   "member %s: the archive of a file holds it a second time",
+		                   m->name);
+	u->only_seen = 1;
+	return 0;
+}
+
 /* One entry, just returned by libarchive. */
 static int put_entry(struct unpack *u, struct sbx_put *p, struct archive_entry *en, int raw)
 {
@@ -331,6 +587,8 @@ static int put_entry(struct unpack *u, struct sbx_put *p, struct archive_entry *
 		m.link = archive_entry_symlink(en) != NULL ? archive_entry_symlink(en) : "";
 	if (u->o->readable && (m.type == 'f' || m.type == 'd'))
 		m.mode = readable_mode(m.mode, m.type);
+	if (u->o->only != NULL && only_member(u, &m) != 0)
+		return -1;
 	int fd = -1;
 	if (sbx_put_begin(p, &m, &fd, u->e) != 0)
 		return -1;
@@ -403,6 +661,8 @@ static int run(struct unpack *u, struct sbx_put *p)
 			return arch_fail(u, "");
 		la_int64_t c = archive_filter_bytes(a, 0);
 		u->pin = c > 0 ? (uint64_t)c : 0;
+		if (prescan(u, u->pin, count + 1) != 0)
+			return -1;
 		struct archive_entry *en;
 		int r = archive_read_next_header(a, &en);
 		uint64_t hp = u->pin;
@@ -434,6 +694,10 @@ static int run(struct unpack *u, struct sbx_put *p)
 	}
 	if (drain(u) != 0)
 		return -1;
+	if (u->o->only != NULL && !u->only_seen)
+		return sbx_err_set(u->e, SBX_ETRANSFER, 0,
+		                   "archive: no member %s (the archive of a file holds that file)",
+		                   u->o->only);
 	return sbx_put_finish(p, u->e);
 }
 
@@ -472,6 +736,7 @@ int sbx_unpack(const struct sbx_unpack_opts *o, struct sbx_unpack_stats *st, str
 	sbx_put_free(p);
 	sbx_wb_free(u.wb);
 	free(u.win);
+	free(u.retired);
 	sbx_sha256_final(&u.sha, st->sha256);
 	return rc;
 }

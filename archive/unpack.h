@@ -1,9 +1,9 @@
 /* Unpacking a tar/pax stream under a root directory fd: libarchive parses, shared/tree_put
  * places. The same engine runs in the agent (SBX_PUT_SANDBOX, as root in the sandbox) and in
  * libsbx (SBX_PUT_DATA / SBX_PUT_KEEP into a private staging folder). Streaming: nothing is
- * buffered beyond libarchive's block; every byte read from in_fd is hashed (and copied to
- * tee_fd when asked), including bytes after the archive's end marker, so the digest is of the
- * whole stream the sender sent. */
+ * buffered beyond libarchive's block and one member's headers; every byte read from in_fd is hashed
+ * (and copied to tee_fd when asked), including bytes after the archive's end marker, so the digest
+ * is of the whole stream the sender sent. */
 #ifndef SBX_ARCHIVE_UNPACK_H
 #define SBX_ARCHIVE_UNPACK_H
 
@@ -27,7 +27,21 @@ struct sbx_unpack_opts {
 	                   that have any x bit (chmod -R a+rX) */
 	int tee_fd;     /* -1, or an fd that receives a copy of every byte read (archive_copy) */
 	uint64_t max_members; /* 0: no limit */
+	const char *only; /* NULL, or the one member a file's archive holds: a regular file of this
+	                     (normalized) name, exactly once; any other member is refused */
 };
+
+/* What one member may make libarchive read into memory before it is placed, checked on the
+ * raw headers before libarchive parses them (it allocates as they say): the body of one
+ * extension header (pax 'x'/'g', GNU 'L'/'K', Solaris 'A'), all of one member's extension
+ * headers together, the entries of its sparse map (old GNU 'S' headers and their extension
+ * blocks, pax GNU.sparse 0.0/0.1 records, SUN.holesdata, the 1.0 map at the start of the
+ * data) and of its ACLs (SCHILY.acl.*, 'A': libarchive searches its list for each one it adds;
+ * ACLs are not restored). Past a bound the archive is refused, naming the bound. */
+#define SBX_UNPACK_EXT_MAX (512u * 1024)
+#define SBX_UNPACK_EXT_TOTAL (1024u * 1024)
+#define SBX_UNPACK_SPARSE_MAX 65536u
+#define SBX_UNPACK_ACL_MAX 4096u
 
 struct sbx_unpack_stats {
 	uint64_t files, dirs, symlinks, hardlinks;

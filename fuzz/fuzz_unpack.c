@@ -150,7 +150,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	                            .force_walk = (data[0] >> 1) & 1,
 	                            .readable = (data[0] >> 2) & 1,
 	                            .tee_fd = -1,
-	                            .max_members = 10000};
+	                            .max_members = 10000,
+	                            /* a file's archive: exactly one regular file "f" or refused */
+	                            .only = (data[0] >> 3) & 1 ? "f" : NULL};
 	struct sbx_unpack_stats st;
 	struct sbx_err e;
 	int rc = sbx_unpack(&o, &st, &e);
@@ -160,6 +162,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		__builtin_trap();
 	if (rc != 0 && e.cls != SBX_ETRANSFER)
 		__builtin_trap();
+	if (rc == 0 && o.only != NULL) {
+		struct stat fst;
+		DIR *d = fdopendir(dup(root));
+		int n = 0;
+		for (struct dirent *de; d != NULL && (de = readdir(d)) != NULL;)
+			n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+		if (d != NULL)
+			closedir(d);
+		if (n != 1 || fstatat(root, "f", &fst, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISREG(fst.st_mode))
+			__builtin_trap();
+	}
 	check_outside();
 	fchmod(root, 0700);
 	empty_dir(root);

@@ -293,13 +293,16 @@ int sbx_upload_dir(struct sbx_session *s, const char *source, const char *target
                    const struct sbx_xfer_opts *o, struct sbx_xfer_stats *st, struct sbx_err *e);
 
 /* Contents of the sandbox folder source into the local folder target (created when missing,
- * merged when it exists), with names / skip_unsafe / links / exclude / archive_copy. */
+ * merged when it exists), with names / skip_unsafe / links / exclude / archive_copy. A local
+ * folder the commit writes into that other users may write (group/other-writable without the
+ * sticky bit, or owned by another user who is not root) is refused (SBX_EUSAGE). */
 int sbx_download_dir(struct sbx_session *s, const char *source, const char *target,
                      const struct sbx_xfer_opts *o, struct sbx_xfer_stats *st, struct sbx_err *e);
 
 /* A file or folder out of the sandbox: *kind says what source was (SBX_KIND_ABSENT: nothing
- * was written). A file lands at target with its mode bits (set-id stripped); a folder as
- * sbx_download_dir. exclude applies to folders only. */
+ * was written). A file lands at target with its mode bits (set-id stripped); its archive must
+ * hold that one regular file, named as source's last name, or it is refused (SBX_ETRANSFER).
+ * A folder as sbx_download_dir. exclude applies to folders only. */
 int sbx_download_path(struct sbx_session *s, const char *source, const char *target,
                       const struct sbx_xfer_opts *o, enum sbx_kind *kind, struct sbx_xfer_stats *st,
                       struct sbx_err *e);
@@ -311,7 +314,8 @@ int sbx_download_path(struct sbx_session *s, const char *source, const char *tar
 int sbx_upload_path(struct sbx_session *s, const char *source, const char *target,
                     const struct sbx_xfer_opts *o, struct sbx_xfer_stats *st, struct sbx_err *e);
 
-/* Replays a download's archive_copy byte for byte at target (kind: what download_path said).
+/* Replays a download's archive_copy byte for byte at target (kind: what download_path said;
+ * a file's archive must hold only the one regular file named as target's last name).
  * The folder it would extract into (target, or a file's parent) is checked with
  * sbx_lands_clear against keep_out first: when diverted into, above or at a keep_out folder,
  * nothing is touched, *landed is 0 and *warning (malloc'd, may be NULL) says why. */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -279,12 +280,14 @@ static int start_source(struct source *src, int *in_fd, struct sbx_err *e)
 	return 0;
 }
 
+/* only: a file's upload, the one member the agent may place (the target's last name). */
 static uint8_t *upload_req(const char *target, int xmode, int readable, int open_all,
-                           const struct sbx_xfer_opts *o, struct sbx_msgw *w, struct sbx_err *e)
+                           const char *only, const struct sbx_xfer_opts *o, struct sbx_msgw *w,
+                           struct sbx_err *e)
 {
 	if (target == NULL || target[0] != '/')
 		return sbx_err_set(e, SBX_EUSAGE, 0, "the target must be an absolute path"), NULL;
-	uint8_t *b = sbx_req_buf(strlen(target) + 128, w, e);
+	uint8_t *b = sbx_req_buf(strlen(target) + (only != NULL ? strlen(only) : 0) + 160, w, e);
 	if (b == NULL)
 		return NULL;
 	sbx_msgw_i64(w, SBX_T_OP, SBX_OP_UPLOAD);
@@ -293,6 +296,8 @@ static uint8_t *upload_req(const char *target, int xmode, int readable, int open
 	sbx_msgw_i64(w, SBX_T_READABLE, readable);
 	sbx_msgw_i64(w, SBX_T_OPEN, open_all);
 	sbx_msgw_i64(w, SBX_T_FORCE_WALK, o->force_walk != 0);
+	if (only != NULL)
+		sbx_msgw_str(w, SBX_T_ONLY, only);
 	return b;
 }
 
@@ -304,7 +309,7 @@ static int upload_local(struct sbx_session *s, const char *dir, const char *one,
 {
 	memset(st, 0, sizeof *st);
 	struct sbx_msgw w;
-	uint8_t *b = upload_req(target, xmode, readable, open_all, o, &w, e);
+	uint8_t *b = upload_req(target, xmode, readable, open_all, as_name, o, &w, e);
 	if (b == NULL)
 		return -1;
 	struct source src;
@@ -411,8 +416,9 @@ int sbx_upload_archive(struct sbx_session *s, const char *archive, enum sbx_kind
 		*warning = NULL;
 	}
 	struct sbx_msgw w;
+	/* A file's archive holds one member named as the file: the target must name it so. */
 	uint8_t *b = upload_req(into, kind == SBX_KIND_DIR ? SBX_XMODE_REPLACE : SBX_XMODE_MERGE, 0,
-	                        1, o, &w, e);
+	                        1, kind == SBX_KIND_FILE ? base : NULL, o, &w, e);
 	if (b == NULL)
 		return -1;
 	struct source src;
@@ -523,8 +529,9 @@ static ssize_t sink_pull(void *ctx, void *out, size_t cap)
 	return r < 0 ? r : (ssize_t)k->dlen;
 }
 
-/* Runs a DOWNLOAD of source into the staging folder stage_fd. *kind gets the agent's word. */
-static int run_download(struct sbx_session *s, const char *source, int is_file, int stage_fd,
+/* Runs a DOWNLOAD of source into the staging folder stage_fd. *kind gets the agent's word.
+ * only: a file's download, the one member its archive may hold. */
+static int run_download(struct sbx_session *s, const char *source, const char *only, int stage_fd,
                         int tee_fd, const struct sbx_xfer_opts *o, char *kind, size_t kcap,
                         struct sbx_xfer_stats *st, struct sbx_err *e)
 {
@@ -539,7 +546,7 @@ static int run_download(struct sbx_session *s, const char *source, int is_file, 
 		return -1;
 	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_DOWNLOAD);
 	sbx_msgw_str(&w, SBX_T_PATH, source);
-	if (!is_file) {
+	if (only == NULL) {
 		for (const char *const *n = o->names; n != NULL && *n != NULL; n++)
 			sbx_msgw_str(&w, SBX_T_NAMES, *n);
 		for (const char *const *n = o->exclude; n != NULL && *n != NULL; n++)
@@ -574,7 +581,8 @@ static int run_download(struct sbx_session *s, const char *source, int is_file, 
 		                             .mode = o->links == SBX_LINKS_KEEP ? SBX_PUT_KEEP
 		                                                                : SBX_PUT_DATA,
 		                             .force_walk = o->force_walk,
-		                             .tee_fd = tee_fd};
+		                             .tee_fd = tee_fd,
+		                             .only = only};
 		urc = sbx_unpack(&uo, &us, &ue);
 		if (urc != 0 && !p->done) {
 			/* Refused or failed here: the rest is not wanted. */
@@ -615,7 +623,8 @@ static int run_download(struct sbx_session *s, const char *source, int is_file, 
 	return rc;
 }
 
-/* mkdir -p of a local folder (0777 & ~umask per level). */
+/* mkdir -p of a local folder (0755 & ~umask per level: never writable by other users, which
+ * a commit into it would refuse). */
 static int mkdirs(const char *path, struct sbx_err *e)
 {
 	char buf[PATH_MAX];
@@ -625,7 +634,7 @@ static int mkdirs(const char *path, struct sbx_err *e)
 		if (*p == '/' || *p == '\0') {
 			char c = *p;
 			*p = '\0';
-			if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+			if (mkdir(buf, 0755) != 0 && errno != EEXIST)
 				return sbx_err_set(e, SBX_EUSAGE, errno, "create local folder %s",
 				                   buf);
 			*p = c;
@@ -643,15 +652,108 @@ static mode_t umask_now(void)
 	return m;
 }
 
-/* The archive_copy's temporary file beside its final name. */
-static int open_copy(const char *path, char *tmp, size_t cap, struct sbx_err *e)
+/* A failed transfer's error also says what could not be removed, and where. */
+static void left_behind(struct sbx_err *e, const char *dir, const char *name, const char *why)
 {
-	if ((size_t)snprintf(tmp, cap, "%s.partial-XXXXXX", path) >= cap)
+	size_t len = strlen(e->msg);
+	snprintf(e->msg + len, sizeof e->msg - len, "; left behind: %s/%s (%s)", dir, name, why);
+}
+
+/* The archive_copy: written as NAME.partial-XXXXXX in its folder (held open, written only by
+ * the caller), renamed to NAME through that folder's fd once the download is in place. */
+struct copy {
+	int dir, fd;
+	char dir_path[PATH_MAX], base[256], tmp[300];
+};
+
+static int open_copy(const char *path, struct copy *c, struct sbx_err *e)
+{
+	static const char abc[] = "abcdefghijklmnopqrstuvwxyz0123456789";
+	if (split(path, c->dir_path, sizeof c->dir_path, c->base, sizeof c->base) != 0 ||
+	    c->base[0] == '\0')
 		return sbx_err_set(e, SBX_EUSAGE, ENAMETOOLONG, "archive_copy %s", path);
-	int fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
+	c->dir = open(c->dir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (c->dir < 0)
 		return sbx_err_set(e, SBX_EUSAGE, errno, "archive_copy %s", path);
-	return fd;
+	char what[PATH_MAX + 32];
+	snprintf(what, sizeof what, "the folder of archive_copy %s", path);
+	if (sbx_dir_private(c->dir, what, e) != 0)
+		return -1;
+	for (int tries = 0; tries < 100; tries++) {
+		uint8_t r[6];
+		if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+			return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "random name");
+		char suf[7];
+		for (int i = 0; i < 6; i++)
+			suf[i] = abc[r[i] % 36];
+		suf[6] = '\0';
+		snprintf(c->tmp, sizeof c->tmp, "%s.partial-%s", c->base, suf);
+		c->fd = openat(c->dir, c->tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		               0600);
+		if (c->fd >= 0)
+			return 0;
+		if (errno != EEXIST)
+			break;
+	}
+	return sbx_err_set(e, SBX_EUSAGE, errno, "archive_copy %s", path);
+}
+
+/* Gives the copy its name (keep) or removes it; the error says what is left. */
+static int close_copy(struct copy *c, int keep, const char *path, int rc, struct sbx_err *e)
+{
+	if (c->fd >= 0) {
+		if (keep && rc == 0 && fsync(c->fd) != 0)
+			rc = sbx_err_set(e, SBX_EUSAGE, errno, "archive_copy %s", path);
+		if (keep && rc == 0)
+			rc = sbx_move_verified(c->dir, c->tmp, c->dir, c->base, c->fd, 0, path, e);
+		if (close(c->fd) != 0 && keep && rc == 0)
+			rc = sbx_err_set(e, SBX_EUSAGE, errno, "archive_copy %s", path);
+		if ((!keep || rc != 0) && unlinkat(c->dir, c->tmp, 0) != 0 && errno != ENOENT) {
+			int err = errno;
+			if (rc == 0)
+				rc = sbx_err_set(e, SBX_EUSAGE, err, "remove %s/%s", c->dir_path,
+				                 c->tmp);
+			else
+				left_behind(e, c->dir_path, c->tmp, strerror(err));
+		}
+	}
+	if (c->dir >= 0)
+		close(c->dir);
+	return rc;
+}
+
+/* A file's download: the one member staged (a regular file, as the unpack's only rule made
+ * sure) moves to target, checked to be the very file staged. */
+static int place_file(int sfd, const char *name, int home, const char *tbase, const char *target,
+                      struct sbx_err *e)
+{
+	int fd = openat(sfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		int err = fd < 0 ? errno : 0;
+		if (fd >= 0)
+			close(fd);
+		return sbx_err_set(e, SBX_ETRANSFER, err, "%s: the download is not a regular file",
+		                   target);
+	}
+	int rc = sbx_move_verified(sfd, name, home, tbase, fd, 0, target, e);
+	close(fd);
+	return rc;
+}
+
+/* Removes the staging folder stage of home when it still is the one sfd holds; when another
+ * process moved it, its contents are removed through sfd and *e2 says so. */
+static int drop_stage(int home, const char *stage, int sfd, struct sbx_err *e2)
+{
+	struct stat a, b;
+	if (fstat(sfd, &a) == 0 && fstatat(home, stage, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		return sbx_rmtree_at(home, stage, e2);
+	if (sbx_rmtree_in(sfd, e2) != 0)
+		return -1;
+	return sbx_err_set(e2, SBX_ETRANSFER, 0,
+	                   "moved by another process; emptied, the empty folder is where it was "
+	                   "moved");
 }
 
 static int download_common(struct sbx_session *s, const char *source, const char *target,
@@ -683,26 +785,32 @@ static int download_common(struct sbx_session *s, const char *source, const char
 	int in_target = k == SBX_KIND_DIR && texists;
 	if (!in_target && mkdirs(tdir, e) != 0)
 		return -1;
-	int home = open(in_target ? target : tdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* The folder the commit writes into: held open, and written by nobody else (who could
+	 * otherwise swap the staging folder for their own before the move by name). */
+	const char *hpath = in_target ? target : tdir;
+	int home = open(hpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (home < 0)
-		return sbx_err_set(e, SBX_EUSAGE, errno, "local folder %s",
-		                   in_target ? target : tdir);
+		return sbx_err_set(e, SBX_EUSAGE, errno, "local folder %s", hpath);
+	char what[PATH_MAX + 32];
+	snprintf(what, sizeof what, "the local folder %s", hpath);
+	if (sbx_dir_private(home, what, e) != 0) {
+		close(home);
+		return -1;
+	}
 	char stage[64];
 	int sfd = sbx_mkstage(home, STAGE_PREFIX, stage, sizeof stage, e);
 	if (sfd < 0) {
 		close(home);
 		return -1;
 	}
-	char tmp[PATH_MAX + 32];
-	int tee = -1;
-	if (o->archive_copy != NULL && (tee = open_copy(o->archive_copy, tmp, sizeof tmp, e)) < 0) {
-		close(sfd);
-		sbx_rmtree_at(home, stage, NULL);
-		close(home);
-		return -1;
-	}
+	struct copy cp = {.dir = -1, .fd = -1};
+	int rc = o->archive_copy != NULL ? open_copy(o->archive_copy, &cp, e) : 0;
+	/* A file's archive holds one member, named as the source names the file. */
+	const char *sb = strrchr(source, '/') + 1;
 	char kind[16] = "";
-	int rc = run_download(s, source, k == SBX_KIND_FILE, sfd, tee, o, kind, sizeof kind, st, e);
+	if (rc == 0)
+		rc = run_download(s, source, k == SBX_KIND_FILE ? sb : NULL, sfd, cp.fd, o, kind,
+		                  sizeof kind, st, e);
 	if (rc == 0 && strcmp(kind, "absent") == 0) {
 		k = SBX_KIND_ABSENT; /* gone between the probe and the download */
 	} else if (rc == 0 && !want_file_or_dir && strcmp(kind, "file") == 0) {
@@ -715,39 +823,31 @@ static int download_common(struct sbx_session *s, const char *source, const char
 	}
 	if (rc == 0 && k == SBX_KIND_DIR) {
 		if (in_target) {
-			rc = sbx_tree_merge(sfd, home, 0, e);
-		} else if (fchmod(sfd, 0777 & ~umask_now()) != 0 ||
-		           renameat(home, stage, home, tbase) != 0) {
+			rc = sbx_tree_merge(sfd, home, SBX_MERGE_PRIVATE, e);
+		} else if (fchmod(sfd, 0777 & ~umask_now()) != 0) {
 			rc = sbx_err_set(e, SBX_ETRANSFER, errno, "move the download to %s",
 			                 target);
-		} else {
+		} else if ((rc = sbx_move_verified(home, stage, home, tbase, sfd, 1, target, e)) ==
+		           0) {
 			stage[0] = '\0'; /* it is the target now */
 		}
 	} else if (rc == 0 && k == SBX_KIND_FILE) {
-		/* The archive holds one member, named as the source names the file. */
-		const char *sb = strrchr(source, '/') + 1;
-		if (renameat(sfd, sb, home, tbase) != 0)
-			rc = sbx_err_set(e, SBX_ETRANSFER, errno, "move the download to %s",
-			                 target);
+		rc = place_file(sfd, sb, home, tbase, target, e);
 	}
-	close(sfd);
 	if (stage[0] != '\0') {
 		struct sbx_err e2;
-		if (sbx_rmtree_at(home, stage, &e2) != 0 && rc == 0)
-			rc = sbx_err_set(e, SBX_ETRANSFER, e2.errnum,
-			                 "remove the staging folder: %s", e2.msg);
+		if (drop_stage(home, stage, sfd, &e2) != 0) {
+			if (rc == 0)
+				rc = sbx_err_set(e, SBX_ETRANSFER, e2.errnum,
+				                 "remove the staging folder %s/%s: %s", hpath,
+				                 stage, e2.msg);
+			else
+				left_behind(e, hpath, stage, e2.msg);
+		}
 	}
+	close(sfd);
 	close(home);
-	if (tee >= 0) {
-		if (rc == 0 && k != SBX_KIND_ABSENT && (fsync(tee) != 0 || close(tee) != 0))
-			rc = sbx_err_set(e, SBX_EUSAGE, errno, "archive_copy %s", o->archive_copy);
-		else if (rc != 0 || k == SBX_KIND_ABSENT)
-			close(tee);
-		if (rc == 0 && k != SBX_KIND_ABSENT && rename(tmp, o->archive_copy) != 0)
-			rc = sbx_err_set(e, SBX_EUSAGE, errno, "archive_copy %s", o->archive_copy);
-		if (rc != 0 || k == SBX_KIND_ABSENT)
-			unlink(tmp);
-	}
+	rc = close_copy(&cp, k != SBX_KIND_ABSENT, o->archive_copy, rc, e);
 	if (rc == 0 && kind_out != NULL)
 		*kind_out = k;
 	return rc;

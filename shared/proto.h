@@ -153,6 +153,7 @@ enum sbx_tag {
 	SBX_T_ARCHIVE_BYTES = 102,
 	SBX_T_SKIPPED = 103,
 	SBX_T_EXCLUDED = 104,
+	SBX_T_ONLY = 106, /* UPLOAD: a file's upload; the one member the archive may hold */
 
 	/* the direct socket */
 	SBX_T_TOKEN = 110, /* DIRECT: 32 random bytes the connecting side must send first */

@@ -34,6 +34,8 @@ struct put_open_how {
 
 /* Creating or opening a name that something else keeps changing is retried this often. */
 #define PUT_TRIES 8
+/* What malloc adds to each block, for SBX_PUT_STATE_MAX's count. */
+#define ALLOC_OVERHEAD 16
 
 struct deferred {
 	int fd;     /* O_RDONLY|O_DIRECTORY fd, or -1 beyond the fd budget */
@@ -68,6 +70,7 @@ struct sbx_put {
 	size_t ltab_cap;
 	struct deferred *dirs;
 	size_t ndirs, capdirs, kept, max_kept, seq;
+	size_t state;         /* bytes held for dirs and links (SBX_PUT_STATE_MAX) */
 	int file_fd;          /* the open file member, or -1 */
 	int not_root;         /* sandbox mode without root: owners are best effort */
 	uint64_t owners_kept; /* members whose archive owner could not be set (not root) */
@@ -117,6 +120,18 @@ static int refuse(struct sbx_put *p, struct sbx_err *e, int errnum, const char *
 	p->refused = 1;
 	return sbx_err_set(e, SBX_ETRANSFER, errnum, "member %s: %s", show(raw, name, sizeof name),
 	                   rule);
+}
+
+/* Takes n more bytes of the state kept between members, or refuses the member raw. */
+static int charge(struct sbx_put *p, size_t n, const char *raw, struct sbx_err *e)
+{
+	if (n > SBX_PUT_STATE_MAX - p->state)
+		return refuse(p, e, 0, raw,
+		              "more than %u MiB of directory metadata and pending hard links would "
+		              "be held (the limit)",
+		              SBX_PUT_STATE_MAX >> 20);
+	p->state += n;
+	return 0;
 }
 
 static int sys_openat2(int dfd, const char *path, uint64_t flags)
@@ -426,8 +441,17 @@ static int defer_dir(struct sbx_put *p, int fd, const char *norm, const struct s
 		close(fd);
 		return refuse(p, e, err, m->name, "cannot inspect the directory");
 	}
+	size_t nlen = strlen(norm) + 1;
+	if (charge(p, nlen + ALLOC_OVERHEAD, m->name, e) != 0) {
+		close(fd);
+		return -1;
+	}
 	if (p->ndirs == p->capdirs) {
 		size_t n = p->capdirs ? p->capdirs * 2 : 32;
+		if (charge(p, (n - p->capdirs) * sizeof *p->dirs, m->name, e) != 0) {
+			close(fd);
+			return -1;
+		}
 		struct deferred *d = realloc(p->dirs, n * sizeof *d);
 		if (d == NULL) {
 			close(fd);
@@ -595,7 +619,7 @@ static void drop_pending(struct sbx_put *p, const char *norm)
 static int ltab_grow(struct sbx_put *p)
 {
 	size_t n = p->ltab_cap ? p->ltab_cap * 2 : 64;
-	size_t *t = calloc(n, sizeof *t);
+	size_t *t = calloc(n, sizeof *t); /* charged by the caller */
 	if (t == NULL)
 		return -1;
 	free(p->ltab);
@@ -610,16 +634,28 @@ static int ltab_grow(struct sbx_put *p)
 static int add_pending(struct sbx_put *p, const char *norm, const char *target,
                        const struct sbx_put_member *m, struct sbx_err *e)
 {
+	size_t strs = strlen(norm) + strlen(m->name) + strlen(target) + strlen(m->link) + 4 +
+	              4 * ALLOC_OVERHEAD;
+	if (charge(p, strs, m->name, e) != 0)
+		return -1;
 	if (p->nlinks == p->caplinks) {
 		size_t n = p->caplinks ? p->caplinks * 2 : 16;
+		if (charge(p, (n - p->caplinks) * sizeof *p->links, m->name, e) != 0)
+			return -1;
 		struct pending_link *l = realloc(p->links, n * sizeof *l);
 		if (l == NULL)
 			return refuse(p, e, ENOMEM, m->name, "cannot defer the hard link");
 		p->links = l;
 		p->caplinks = n;
 	}
-	if ((p->nlinks + 1) * 2 > p->ltab_cap && ltab_grow(p) != 0)
-		return refuse(p, e, ENOMEM, m->name, "cannot defer the hard link");
+	if ((p->nlinks + 1) * 2 > p->ltab_cap) {
+		/* The table doubles; the old one is freed once the new one is filled. */
+		size_t grow = p->ltab_cap ? p->ltab_cap : 64;
+		if (charge(p, grow * sizeof *p->ltab, m->name, e) != 0)
+			return -1;
+		if (ltab_grow(p) != 0)
+			return refuse(p, e, ENOMEM, m->name, "cannot defer the hard link");
+	}
 	struct pending_link *l = &p->links[p->nlinks];
 	*l = (struct pending_link){.name = strdup(norm),
 	                           .raw = strdup(m->name),

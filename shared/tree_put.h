@@ -17,6 +17,11 @@ enum sbx_put_mode {
 	                    set-id and group/other write stripped, never chown */
 };
 
+/* What a placement keeps between members (deferred directory metadata and hard links to
+ * members not placed yet, with their names; counted with the allocator's overhead) is bounded:
+ * a member that would take it past this is refused, naming the bound. */
+#define SBX_PUT_STATE_MAX (32u << 20)
+
 /* Opaque: a dup of the root fd, the deferred directory metadata (kept directory fds, applied
  * after contents), the open file member. */
 struct sbx_put;

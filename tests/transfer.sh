@@ -6,9 +6,11 @@
 # 255-byte names, a path past 4096 bytes, a 3 GiB sparse file), the host copy's data/keep
 # rules, byte-for-byte replay (archive_copy -> upload_archive), merge / replace / file
 # semantics of upload_dir / upload_path, keep_out, exclude and names, make_readable, the
-# JSON-lines ops, hostile archives on both sides, and a channel cut at every stage of an
-# upload and a download (the target is the old tree or the new one, never a mix, and no
-# staging folder is left). Runs in a private mount namespace on a tmpfs (unshare -m).
+# JSON-lines ops, hostile archives on both sides, a file's upload that holds anything but the
+# file, a channel cut at every stage of an upload and a download (the target is the old tree
+# or the new one, never a mix, and no staging folder is left), and the host against an
+# impersonated agent (tests/transfer_fake.sh). Runs in a private mount namespace on a tmpfs
+# (unshare -m).
 set -euo pipefail
 [ "${SBX_TRACE:-}" = 1 ] && set -x
 sbx=$(realpath "$1")
@@ -157,6 +159,47 @@ S upload-archive "$w/one.tar" file "$sb/replay/tool2" || die "upload-archive fil
 [ "$(stat -c %a "$sb/replay/tool2")" = 750 ] && [ "$(cat "$sb/replay/tool2")" = exe ] || die "upload-archive file: mode or content"
 ok "download-path: file with its mode, folder, absent; a file's archive is one member"
 ok "download-path through a symlink names the member as the path; upload-archive of a file's archive"
+
+# ---- a file's upload places the one member named as the target, nothing beside ----
+# The agent refuses (ONLY) any other member of a file's archive: another name, a second copy, a
+# symlink or folder named like the file. Against the previous agent every one was accepted
+# (exit 0): "beside" and "evil" landed next to the target, the symlink and the folder at it.
+python3 - "$w" <<'EOF'
+import io, sys, tarfile
+def tar(name, members):
+    with tarfile.open("%s/upf-%s.tar" % (sys.argv[1], name), "w", format=tarfile.PAX_FORMAT) as t:
+        for n, kind, data in members:
+            ti = tarfile.TarInfo(n)
+            ti.type = {"f": tarfile.REGTYPE, "d": tarfile.DIRTYPE, "l": tarfile.SYMTYPE}[kind]
+            ti.mode = 0o755 if kind == "d" else 0o644
+            ti.linkname = "/etc/passwd" if kind == "l" else ""
+            ti.size = len(data) if kind == "f" else 0
+            t.addfile(ti, io.BytesIO(data) if kind == "f" else None)
+tar("beside", [("tool2", "f", b"t"), ("beside", "f", b"evil")])
+tar("first", [("evil", "f", b"evil"), ("tool2", "f", b"t")])
+tar("twice", [("tool2", "f", b"one"), ("tool2", "f", b"two")])
+tar("link", [("tool2", "l", b"")])
+tar("dir", [("tool2", "d", b""), ("tool2/x", "f", b"x")])
+tar("empty", [])
+EOF
+mkdir -p "$sb/uf" && echo v >"$sb/uf/victim"
+for a in beside first twice link dir empty; do
+	for walk in "" --force-walk; do
+		rc=0
+		S upload-archive $walk "$w/upf-$a.tar" file "$sb/uf/tool2" 2>"$w/err" || rc=$?
+		[ $rc = 5 ] || { cat "$w/err"; die "a file's archive ($a): exit $rc, want 5"; }
+		[ "$(ls -A "$sb/uf")" = victim ] || die "a file's archive ($a): $(ls -A "$sb/uf")"
+	done
+done
+rc=0
+S upload-archive "$w/one.tar" file "$sb/uf/renamed" 2>"$w/err" || rc=$?
+[ $rc = 5 ] && grep -q "may hold only the one member renamed" "$w/err" ||
+	{ cat "$w/err"; die "a file's archive under another name: exit $rc"; }
+[ "$(ls -A "$sb/uf")" = victim ] || die "a file's archive under another name placed something"
+S upload-path "$w/tool" "$sb/uf/othername" && [ "$(cat "$sb/uf/othername")" = exe ] ||
+	die "upload-path of a file under another name"
+nostage "$sb"
+ok "a file's upload: another member, the file twice, a symlink or folder named like it, nothing, another name: refused (exit 5), nothing at or beside the target"
 
 # ---- upload_archive: keep_out ----
 mkdir -p "$sb/keep" && echo precious >"$sb/keep/p" && ln -s keep "$sb/link"
@@ -321,5 +364,11 @@ for mode in eof kill; do
 	done
 done
 ok "channel cut at $cuts points (eof and kill; upload ~$up bytes up, download ~$down down): exit 3, old tree or new, no staging left"
+
+# ---- the host's half against an impersonated agent (tests/transfer_fake.sh) ----
+out=$(bash "$(dirname "$0")/transfer_fake.sh" "$sbx" 2>&1) || { echo "$out"; die "transfer_fake.sh"; }
+echo "$out" | grep '^    ' || true
+echo "$out" | grep '^  ok: '
+pass=$((pass + $(echo "$out" | grep -c '^  ok: ')))
 
 echo "transfer: $pass passed"

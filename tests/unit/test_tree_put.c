@@ -797,6 +797,51 @@ static void rt_deep(struct fx *f)
 	free(path);
 }
 
+/* What a placement holds between members is bounded (SBX_PUT_STATE_MAX): folders whose names
+ * are 60 KiB long (their deferred metadata keeps the name), then hard links to members that
+ * never come (each waits with its names), are refused naming the limit once the held state
+ * would pass it; nothing outside changes. Shown able to fail: without the bound (the previous
+ * tree_put) every member is accepted and the test's "refused before" check fails. */
+static void state_bound(struct fx *f)
+{
+	size_t len = 60 * 1024;
+	char *name = malloc(len + 32), *target = malloc(len + 32);
+	assert_non_null(name);
+	assert_non_null(target);
+	for (size_t i = 0; i < len; i++)
+		name[i] = (i % 201 == 200) ? '/' : 'p';
+	name[len] = '\0';
+	memcpy(target, name, len + 1);
+	struct sbx_put *p = fx_put(f);
+	size_t limit = SBX_PUT_STATE_MAX / len + 1, i;
+	for (i = 0; i < limit; i++) {
+		snprintf(name + len, 32, "/d%zu", i);
+		if (put(p, 'd', name, 0755, NULL) != 0)
+			break;
+	}
+	if (i == limit)
+		fail_msg("%zu folders of 60 KiB names accepted", i);
+	assert_true(i > SBX_PUT_STATE_MAX / (len + 1024) - 1);
+	assert_non_null(strstr(E.msg, "MiB of directory metadata and pending hard links"));
+	assert_non_null(strstr(E.msg, "(the limit)"));
+	sbx_put_free(p);
+	f->p = NULL;
+	/* Pending hard links, in a fresh placement. */
+	p = fx_put(f);
+	for (i = 0; i < limit; i++) {
+		snprintf(name + len, 32, "/h%zu", i);
+		snprintf(target + len, 32, "/later%zu", i);
+		if (put(p, 'h', name, 0644, target) != 0)
+			break;
+	}
+	if (i == limit)
+		fail_msg("%zu pending links accepted", i);
+	assert_true(i > SBX_PUT_STATE_MAX / (4 * len + 1024) - 1); /* name, target: twice each */
+	assert_non_null(strstr(E.msg, "(the limit)"));
+	free(name);
+	free(target);
+}
+
 /* Usage errors are not refusals of a member. */
 static void rt_usage(struct fx *f)
 {
@@ -992,6 +1037,7 @@ CASE(rt_links, MALL)
 CASE(rt_names, MALL)
 CASE(rt_deep, MALL)
 CASE(rt_usage, MALL)
+CASE(state_bound, MS | MD)
 
 static int group_setup(void **state)
 {
@@ -1002,21 +1048,37 @@ static int group_setup(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(member_names),  cmocka_unit_test(member_links),
-	        cmocka_unit_test(t_modes_umask), cmocka_unit_test(t_c01),
-	        cmocka_unit_test(t_c02),         cmocka_unit_test(t_c04),
-	        cmocka_unit_test(t_c05),         cmocka_unit_test(t_c06),
-	        cmocka_unit_test(t_c07),         cmocka_unit_test(t_c08),
-	        cmocka_unit_test(t_c09),         cmocka_unit_test(t_c10a),
-	        cmocka_unit_test(t_c10b),        cmocka_unit_test(t_c10c),
-	        cmocka_unit_test(t_c11),         cmocka_unit_test(t_c11_forward),
-	        cmocka_unit_test(t_c12),         cmocka_unit_test(t_c13),
-	        cmocka_unit_test(t_c14),         cmocka_unit_test(t_c16),
-	        cmocka_unit_test(t_c17),         cmocka_unit_test(t_c18),
-	        cmocka_unit_test(t_c19),         cmocka_unit_test(t_c20),
-	        cmocka_unit_test(racer_control), cmocka_unit_test(t_rt_links),
-	        cmocka_unit_test(t_rt_names),    cmocka_unit_test(t_rt_deep),
-	        cmocka_unit_test(t_rt_usage),    cmocka_unit_test(openat2_filtered),
+	        cmocka_unit_test(member_names),
+	        cmocka_unit_test(member_links),
+	        cmocka_unit_test(t_modes_umask),
+	        cmocka_unit_test(t_c01),
+	        cmocka_unit_test(t_c02),
+	        cmocka_unit_test(t_c04),
+	        cmocka_unit_test(t_c05),
+	        cmocka_unit_test(t_c06),
+	        cmocka_unit_test(t_c07),
+	        cmocka_unit_test(t_c08),
+	        cmocka_unit_test(t_c09),
+	        cmocka_unit_test(t_c10a),
+	        cmocka_unit_test(t_c10b),
+	        cmocka_unit_test(t_c10c),
+	        cmocka_unit_test(t_c11),
+	        cmocka_unit_test(t_c11_forward),
+	        cmocka_unit_test(t_c12),
+	        cmocka_unit_test(t_c13),
+	        cmocka_unit_test(t_c14),
+	        cmocka_unit_test(t_c16),
+	        cmocka_unit_test(t_c17),
+	        cmocka_unit_test(t_c18),
+	        cmocka_unit_test(t_c19),
+	        cmocka_unit_test(t_c20),
+	        cmocka_unit_test(racer_control),
+	        cmocka_unit_test(t_rt_links),
+	        cmocka_unit_test(t_rt_names),
+	        cmocka_unit_test(t_rt_deep),
+	        cmocka_unit_test(t_rt_usage),
+	        cmocka_unit_test(t_state_bound),
+	        cmocka_unit_test(openat2_filtered),
 	};
 	return cmocka_run_group_tests(tests, group_setup, put_fixture_teardown);
 }

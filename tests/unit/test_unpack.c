@@ -15,6 +15,7 @@
 #include "digest.h"
 #include "pack.h"
 #include "put_fixture.h"
+#include "treemove.h"
 #include "unpack.h"
 
 #define GIB (1024LL * 1024 * 1024)
@@ -215,6 +216,7 @@ struct uopt {
 	int readable;
 	uint64_t max_members;
 	int tee_fd;
+	const char *only;
 };
 
 static int unpack_opt(struct fx *f, const void *buf, size_t len, const struct uopt *u)
@@ -226,7 +228,8 @@ static int unpack_opt(struct fx *f, const void *buf, size_t len, const struct uo
 	                            .force_walk = f->walk,
 	                            .readable = u ? u->readable : 0,
 	                            .tee_fd = u ? u->tee_fd : -1,
-	                            .max_members = u ? u->max_members : 0};
+	                            .max_members = u ? u->max_members : 0,
+	                            .only = u ? u->only : NULL};
 	sbx_err_clear(&E);
 	int rc = sbx_unpack(&o, &ST, &E);
 	close(in);
@@ -1452,6 +1455,237 @@ static void options(struct fx *f)
 	free(b.buf);
 }
 
+/* ---- a file's archive: the one member, a regular file (o->only) ---- */
+
+static int unpack_only(struct fx *f, struct ab *b, const char *only)
+{
+	size_t n = ab_close(b);
+	struct uopt u = {.tee_fd = -1, .only = only};
+	int rc = unpack_opt(f, b->buf, n, &u);
+	free(b->buf);
+	return rc;
+}
+
+static void only_refused(struct fx *f, struct ab *b, const char *rule)
+{
+	if (unpack_only(f, b, "out.bin") == 0)
+		fail_msg("a file's archive with %s was accepted", rule);
+	assert_int_equal(E.cls, SBX_ETRANSFER);
+	if (strstr(E.msg, rule) == NULL)
+		fail_msg("message \"%s\" lacks \"%s\"", E.msg, rule);
+	/* What was placed before the refusal is the staging folder's, removed by the caller. */
+	assert_int_equal(sbx_rmtree_in(f->root, &E), 0);
+}
+
+/* Shown able to fail: without the rule (the previous unpack had no only) every refused case
+ * but "no member" unpacks, and the host placed the symlink or folder at the target. */
+static void only_file(struct fx *f)
+{
+	struct ab b;
+	ab_open(&b);
+	ab_f(&b, "out.bin", 0640, "good\n");
+	if (unpack_only(f, &b, "out.bin") != 0)
+		fail_msg("the file: %s", E.msg);
+	assert_string_equal(read_at(f->root, "out.bin"), "good\n");
+	assert_int_equal(count_entries(f->root, "."), 1);
+	assert_int_equal(sbx_rmtree_in(f->root, &E), 0);
+	ab_open(&b);
+	ab_f(&b, "./out.bin", 0640, "good\n"); /* the same name, spelled with ./ */
+	assert_int_equal(unpack_only(f, &b, "out.bin"), 0);
+	assert_int_equal(sbx_rmtree_in(f->root, &E), 0);
+
+	ab_open(&b);
+	ab_l(&b, "out.bin", "/etc/passwd");
+	only_refused(f, &b, "member out.bin: a symlink where the file out.bin must be a regular");
+	ab_open(&b);
+	ab_d(&b, "out.bin", 0755);
+	ab_f(&b, "out.bin/in", 0644, "x");
+	only_refused(f, &b, "a folder where the file out.bin");
+	ab_open(&b);
+	ab_add(&b, AE_IFIFO, "out.bin", 0644, NULL, NULL, 0, 0);
+	only_refused(f, &b, "a special file where");
+	ab_open(&b);
+	ab_f(&b, "x", 0644, "x");
+	ab_h(&b, "out.bin", "x");
+	only_refused(f, &b, "member x: a file's archive may hold only the one member out.bin");
+	ab_open(&b);
+	ab_f(&b, "out.bin", 0644, "x");
+	ab_h(&b, "out.bin", "out.bin");
+	only_refused(f, &b, "a hard link where");
+	ab_open(&b);
+	ab_f(&b, "out.bin", 0644, "x");
+	ab_f(&b, "beside", 0644, "evil");
+	only_refused(f, &b, "member beside: a file's archive may hold only");
+	ab_open(&b);
+	ab_f(&b, "out.bin", 0644, "one");
+	ab_f(&b, "out.bin", 0644, "two");
+	only_refused(f, &b, "holds it a second time");
+	ab_open(&b);
+	ab_d(&b, "./", 0755);
+	ab_f(&b, "out.bin", 0644, "x");
+	only_refused(f, &b, "may hold only the one member");
+	ab_open(&b);
+	ab_f(&b, "sub/out.bin", 0644, "x");
+	only_refused(f, &b, "may hold only the one member");
+	ab_open(&b);
+	only_refused(f, &b, "archive: no member out.bin");
+	assert_int_equal(count_entries(f->root, "."), 0);
+}
+
+/* ---- bounds on what libarchive reads into memory (SBX_UNPACK_*) ---- */
+
+static void raw_resum(unsigned char *h)
+{
+	memset(h + 148, ' ', 8);
+	unsigned sum = 0;
+	for (int i = 0; i < 512; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+	h[155] = ' ';
+}
+
+/* A pax header (typ 'x', 'g' or 'X') of one record key=value: value, or n bytes of c. */
+static void raw_pax_kv(struct raw *r, int typ, const char *key, const char *value, int c, size_t n)
+{
+	if (value != NULL)
+		n = strlen(value);
+	size_t body = strlen(key) + n + 3, digits = 1;
+	while (snprintf(NULL, 0, "%zu", body + digits) != (int)digits)
+		digits++;
+	size_t len = body + digits;
+	char *b = malloc(len + 1);
+	assert_non_null(b);
+	int k = snprintf(b, len + 1, "%zu %s=", len, key);
+	if (value != NULL)
+		memcpy(b + k, value, n);
+	else
+		memset(b + k, c, n);
+	b[len - 1] = '\n';
+	raw_hdr(r, "PaxHeaders/x", typ, len, NULL);
+	raw_data(r, b, len);
+	free(b);
+}
+
+static void raw_pax_big(struct raw *r, int typ, const char *key, int c, size_t n)
+{
+	raw_pax_kv(r, typ, key, NULL, c, n);
+}
+
+static void raw_pax_value(struct raw *r, const char *key, const char *value)
+{
+	raw_pax_kv(r, 'x', key, value, 0, 0);
+}
+
+static void expect_refused(struct fx *f, struct raw *r, const char *rule)
+{
+	if (unpack(f, r->b, r->len) == 0)
+		fail_msg("accepted: want \"%s\"", rule);
+	assert_int_equal(E.cls, SBX_ETRANSFER);
+	if (strstr(E.msg, rule) == NULL)
+		fail_msg("message \"%s\" lacks \"%s\"", E.msg, rule);
+	free(r->b);
+	memset(r, 0, sizeof *r);
+}
+
+/* Every bound refused by name before libarchive parses, and under the bounds: accepted (the
+ * headers read ahead and handed to libarchive from the window, which grows meanwhile).
+ * Shown able to fail: against the previous unpack, the old GNU map, the 0.1 map, the 1.0
+ * count and the ACLs were accepted (libarchive allocating for each entry), and a 600 KiB
+ * header was taken. */
+static void bounds(struct fx *f)
+{
+	struct raw r = {0};
+	/* Under the bounds: a global and an entry header of 400 KiB each, then a file
+	 * (libarchive 3.6.2 does not take two 'x' headers in a row). */
+	raw_pax_big(&r, 'g', "comment", 'c', 400 * 1024);
+	raw_pax_big(&r, 'x', "comment", 'c', 400 * 1024);
+	raw_hdr(&r, "f", '0', 2, NULL);
+	raw_data(&r, "ok", 2);
+	raw_end(&r);
+	if (unpack(f, r.b, r.len) != 0)
+		fail_msg("800 KiB of headers: %s", E.msg);
+	assert_string_equal(read_at(f->root, "f"), "ok");
+	assert_int_equal(unlinkat(f->root, "f", 0), 0);
+	free(r.b);
+	memset(&r, 0, sizeof r);
+
+	raw_pax_big(&r, 'x', "comment", 'c', SBX_UNPACK_EXT_MAX);
+	raw_hdr(&r, "f", '0', 0, NULL);
+	raw_end(&r);
+	expect_refused(f, &r, "an extension header of");
+	raw_pax_big(&r, 'g', "comment", 'c', 300 * 1024);
+	raw_pax_big(&r, 'x', "comment", 'c', 400 * 1024);
+	raw_hdr_fmt(&r, "././@LongLink", 'L', 400 * 1024, NULL, 1);
+	raw_room(&r, 400 * 1024);
+	raw_hdr(&r, "f", '0', 0, NULL);
+	raw_end(&r);
+	expect_refused(f, &r, "extension headers of more than 1048576 bytes together");
+	raw_hdr_fmt(&r, "././@LongLink", 'L', 600 * 1024, NULL, 1);
+	raw_room(&r, 600 * 1024);
+	raw_hdr(&r, "f", '0', 0, NULL);
+	raw_end(&r);
+	expect_refused(f, &r, "(the limit is 524288)");
+
+	/* Old GNU sparse: 4 entries in the header, 21 per extension block. */
+	raw_hdr_fmt(&r, "sp", 'S', 0, NULL, 1);
+	unsigned char *h = r.b + r.len - 512;
+	for (int i = 0; i < 4; i++) {
+		snprintf((char *)h + 386 + 24 * i, 12, "%011o", 2 * i + 2);
+		snprintf((char *)h + 398 + 24 * i, 12, "%011o", 0);
+	}
+	h[482] = 1;
+	raw_resum(h);
+	size_t blocks = SBX_UNPACK_SPARSE_MAX / 21 + 2;
+	for (size_t i = 0; i < blocks; i++) {
+		unsigned char *x = raw_room(&r, 512);
+		for (int j = 0; j < 21; j++)
+			snprintf((char *)x + 24 * j, 12, "%011o", 100 + j);
+		x[504] = i + 1 < blocks;
+	}
+	raw_end(&r);
+	expect_refused(f, &r, "a sparse map of more than 65536 entries (the limit is 65536)");
+
+	/* pax 0.1: a map of 70,000 pairs (280 KB: under the header bound). */
+	size_t pairs = 70000;
+	char *map = malloc(pairs * 4);
+	for (size_t i = 0; i < pairs; i++)
+		memcpy(map + 4 * i, "0,1,", 4);
+	map[pairs * 4 - 1] = '\0';
+	raw_pax(&r, "GNU.sparse.size", "100", "GNU.sparse.numblocks", "70000", NULL);
+	raw_pax_value(&r, "GNU.sparse.map", map);
+	raw_hdr(&r, "GNUSparseFile.0/f", '0', 0, NULL);
+	raw_end(&r);
+	expect_refused(f, &r, "a sparse map of more than 65536 entries");
+	free(map);
+
+	/* pax 1.0: the count at the start of the data, and a map opened by a comment. */
+	raw_pax(&r, "GNU.sparse.major", "1", "GNU.sparse.minor", "0", "GNU.sparse.name", "f",
+	        "GNU.sparse.realsize", "100", NULL);
+	raw_hdr(&r, "GNUSparseFile.0/f", '0', 512, NULL);
+	raw_data(&r, "70000\n0\n1\n", 10);
+	raw_end(&r);
+	expect_refused(f, &r, "a sparse map of more than 65536 entries");
+	raw_pax(&r, "GNU.sparse.major", "1", "GNU.sparse.minor", "0", "GNU.sparse.name", "f",
+	        "GNU.sparse.realsize", "100", NULL);
+	raw_hdr(&r, "GNUSparseFile.0/f", '0', 512, NULL);
+	raw_data(&r, "#\n1\n0\n1\n", 8);
+	raw_end(&r);
+	expect_refused(f, &r, "a sparse map that starts with comment lines");
+
+	/* ACL entries: libarchive searches its list for each one it adds. */
+	size_t acls = SBX_UNPACK_ACL_MAX + 1;
+	char *acl = malloc(acls * 16);
+	acl[0] = '\0';
+	for (size_t i = 0, o = 0; i < acls; i++)
+		o += (size_t)sprintf(acl + o, "%suser:%zu:r--", i ? "," : "", i + 1);
+	raw_pax_value(&r, "SCHILY.acl.access", acl);
+	raw_hdr(&r, "f", '0', 0, NULL);
+	raw_end(&r);
+	expect_refused(f, &r, "more than 4096 ACL entries (the limit)");
+	free(acl);
+	assert_int_equal(count_entries(f->root, "."), 0);
+}
+
 CASE(c01, MALL)
 CASE(c02, MALL)
 CASE(c03, MALL)
@@ -1477,6 +1711,8 @@ CASE(stream_truncated, MS)
 CASE(stream_pipe, MALL)
 CASE(stream_malformed, MALL)
 CASE(options, MALL)
+CASE(only_file, MALL)
+CASE(bounds, MS | MD)
 
 static int group_setup(void **state)
 {
@@ -1516,6 +1752,8 @@ int main(void)
 	        cmocka_unit_test(t_stream_pipe),
 	        cmocka_unit_test(t_stream_malformed),
 	        cmocka_unit_test(t_options),
+	        cmocka_unit_test(t_only_file),
+	        cmocka_unit_test(t_bounds),
 	};
 	return cmocka_run_group_tests(tests, group_setup, put_fixture_teardown);
 }
