@@ -182,7 +182,7 @@ static int run_upload(struct sbx_session *s, struct sbx_msgw *w, struct source *
 	int64_t start = sbx_now_ns();
 	int64_t deadline = start + (int64_t)(timeout_of(o) * 1e9);
 	int rc = sbx_job_start(s, w->buf, w->len, &eo, &p, e);
-	int joined = 0, cancelled = 0;
+	int joined = 0, cancelled = 0, committed = 0;
 	uint64_t last_progress = 0;
 	while (rc == 0 && !p->done) {
 		if (p->stdin_done && !joined) {
@@ -209,6 +209,7 @@ static int run_upload(struct sbx_session *s, struct sbx_msgw *w, struct source *
 					rc = -1;
 					break;
 				}
+				committed = 1;
 			}
 		}
 		if (sbx_now_ns() >= deadline) {
@@ -237,6 +238,11 @@ static int run_upload(struct sbx_session *s, struct sbx_msgw *w, struct source *
 		close(in_fd);
 	if (rc == 0)
 		rc = sbx_response_status(p->resp, p->resp_len, e);
+	/* Success answers a COMMIT: one before it is not an answer to anything asked (and the
+	 * source, stopped by it, failing is its consequence, not the cause). */
+	if (rc == 0 && !committed)
+		rc = sbx_err_set(e, SBX_EPROTOCOL, 0,
+		                 "upload: the agent reported success before the commit was sent");
 	if (rc == 0 && src->rc != 0) {
 		*e = src->e;
 		rc = -1;

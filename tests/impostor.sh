@@ -63,6 +63,10 @@ mkdir -p "$w/dl"
 [ ! -e "$w/dl/a" ] || die "download_stderr: something landed"
 [ "$(rc F data_after_end exec -- true)" = 125 ] || die "data_after_end: exec did not fail as sbx itself (125)"
 ok "a download with bytes on channel 2, command output after its END: protocol errors, nothing lands"
+mkdir -p "$w/up"
+echo x >"$w/up/f"
+[ "$(rc F upload_early_ok upload-dir "$w/up" /t)" = 6 ] || die "upload_early_ok: not a protocol error"
+ok "an upload reported done before its commit was sent: a protocol error"
 for m in read_oversize read_past_size; do
 	[ "$(rc F $m output --session /s --from 0)" = 6 ] || die "$m: output did not fail as a protocol error"
 done

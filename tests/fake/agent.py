@@ -462,6 +462,13 @@ def mode_data_after_end(a):
     a.handlers[OP["EXEC"]] = h
 
 
+def mode_upload_early_ok(a):
+    """An upload answered with success as soon as it starts, before any COMMIT."""
+    def h(a, stream, fields):
+        a.respond(stream, ok().raw("SHA256", b"\0" * 32).i64("FILES", 1))
+    a.handlers[OP["UPLOAD"]] = h
+
+
 def mode_read_oversize(a):
     """SUP_READ answers with more bytes than asked for."""
     def h(a, stream, fields):
