@@ -13,6 +13,7 @@
 
 #include "digest.h"
 #include "sessdir.h"
+#include "utf8.h"
 
 struct buf {
 	char *p;
@@ -52,31 +53,6 @@ static void putf(struct buf *b, const char *fmt, ...)
 		put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
 
-/* Length of the valid UTF-8 sequence at s (RFC 3629: no overlongs, no surrogates, nothing
- * past U+10FFFF), 0 when the byte at s does not start one. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	unsigned c = s[0];
-	size_t len;
-	unsigned lo = 0x80, hi = 0xbf;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-	else
-		return 0;
-	if (n < len || s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	return len;
-}
-
 static void put_str(struct buf *b, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)(str != NULL ? str : "");
@@ -84,7 +60,7 @@ static void put_str(struct buf *b, const char *str)
 	put(b, "\"", 1);
 	for (size_t i = 0; i < n;) {
 		unsigned c = s[i];
-		size_t l = utf8_len(s + i, n - i);
+		size_t l = sbx_utf8_seq(s + i, n - i);
 		if (l == 0) {
 			put(b, "?", 1);
 			i++;

@@ -1,6 +1,7 @@
 /* The `sbx` command: parses arguments, opens a session through a runner, and prints results
  * as text or JSON; `sbx session` answers JSON requests line by line over one connection. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "proto.h"
 #include "runner.h"
 #include "sbx.h"
+#include "utf8.h"
 
 #include "cli.h"
 
@@ -46,7 +48,10 @@ static void usage(FILE *f)
 	      "      [--env K=V]... [--env-clear] [--key-file F] [--detach] -- ARGV...\n"
 	      "                              run a harness under the supervisor; prints the\n"
 	      "                              signed receipt; exits with the harness's status\n"
-	      "  stop|expire|attach|output|receipt|rearm|close --session DIR [...]\n"
+	      "  stop|expire|attach|receipt|rearm|close --session DIR [...]\n"
+	      "  output --session DIR [--from B] [--follow] [--max-bytes B] [--wait S]\n"
+	      "                              the run's log, raw: what exists now (or until the\n"
+	      "                              run ends with --follow); exit 1 at a bound\n"
 	      "  rollout --task DIR [--runner ns|podman] [--image DIR|TAR] [--verifier-image ..]\n"
 	      "       [--user U] [--timeout S] [--verify-timeout S] [--out DIR]\n"
 	      "                              one agent-rollout episode (two sandboxes)\n"
@@ -80,156 +85,335 @@ int class_exit(enum sbx_err_class c)
 	}
 }
 
-void print_json(struct sbx_jw *w)
-{
-	size_t len;
-	const char *t = sbx_jw_text(w, &len);
-	if (w->failed) {
-		fputs("{\"ok\":false,\"error\":{\"class\":\"usage\",\"message\":\"out of "
-		      "memory\"}}\n",
-		      stdout);
-	} else {
-		fwrite(t, 1, len, stdout);
-		fputc('\n', stdout);
-	}
-	fflush(stdout);
-	sbx_jw_reset(w);
-}
-
-void json_err(struct sbx_jw *w, const struct sbx_err *e)
-{
-	sbx_jw_key(w, "ok");
-	sbx_jw_bool(w, 0);
-	sbx_jw_key(w, "error");
-	sbx_jw_obj_begin(w);
-	sbx_jw_key(w, "class");
-	sbx_jw_str(w, sbx_err_class_name(e->cls));
-	sbx_jw_key(w, "errno");
-	sbx_jw_int(w, e->errnum);
-	sbx_jw_key(w, "message");
-	sbx_jw_str(w, e->msg);
-	sbx_jw_obj_end(w);
-}
-
-/* Reports a failure: a JSON object or a line on stderr. Returns the exit status. */
-int fail(const struct opts *o, const struct sbx_err *e, int status)
-{
-	if (o->json) {
-		struct sbx_jw w;
-		sbx_jw_init(&w);
-		sbx_jw_obj_begin(&w);
-		json_err(&w, e);
-		sbx_jw_obj_end(&w);
-		print_json(&w);
-		sbx_jw_free(&w);
-	} else {
-		fprintf(stderr, "sbx: %s: %s\n", sbx_err_class_name(e->cls), e->msg);
-	}
-	return status;
-}
-
 static const char *const cap_names[] = {"openat2", "pidfd",    "subreaper", "inotify",
                                         "pty",     "signalfd", "timerfd"};
 
-static void json_hello(struct sbx_jw *w, const struct sbx_hello *h)
+/* ---- probes: hello ping kind stat resolve lands-clear, from argv or from JSON ---- */
+
+struct probe {
+	const char *op; /* the JSON op name: hello ping kind remote_kind stat resolve lands_clear */
+	const char *path;
+	const char *const *list; /* stat: paths; lands_clear: keep_out */
+	size_t n;
+};
+
+static void hello_out(struct sbx_session *s, struct sbx_jw *w, int human)
 {
+	const struct sbx_hello *h = sbx_session_hello(s);
 	char hex[65];
 	sbx_hex(h->sha256, 32, hex);
-	sbx_jw_key(w, "protocol");
-	sbx_jw_int(w, h->proto);
-	sbx_jw_key(w, "agent_version");
-	sbx_jw_str(w, h->agent_version);
-	sbx_jw_key(w, "arch");
-	sbx_jw_str(w, h->arch);
-	sbx_jw_key(w, "uid");
-	sbx_jw_int(w, h->uid);
-	sbx_jw_key(w, "euid");
-	sbx_jw_int(w, h->euid);
-	sbx_jw_key(w, "gid");
-	sbx_jw_int(w, h->gid);
-	sbx_jw_key(w, "egid");
-	sbx_jw_int(w, h->egid);
-	sbx_jw_key(w, "pid");
-	sbx_jw_int(w, h->pid);
-	sbx_jw_key(w, "kernel");
-	sbx_jw_str(w, h->kernel);
+	sbx_jw_kint(w, "protocol", h->proto);
+	sbx_jw_kstr(w, "agent_version", h->agent_version);
+	sbx_jw_kstr(w, "arch", h->arch);
+	sbx_jw_kint(w, "uid", h->uid);
+	sbx_jw_kint(w, "euid", h->euid);
+	sbx_jw_kint(w, "gid", h->gid);
+	sbx_jw_kint(w, "egid", h->egid);
+	sbx_jw_kint(w, "pid", h->pid);
+	sbx_jw_kstr(w, "kernel", h->kernel);
 	sbx_jw_key(w, "caps");
 	sbx_jw_arr_begin(w);
 	for (unsigned i = 0; i < sizeof cap_names / sizeof cap_names[0]; i++)
 		if (h->caps & (1 << i))
 			sbx_jw_str(w, cap_names[i]);
 	sbx_jw_arr_end(w);
-	sbx_jw_key(w, "cgroup");
-	sbx_jw_int(w, h->cgroup);
-	sbx_jw_key(w, "sha256");
-	sbx_jw_str(w, hex);
+	sbx_jw_kint(w, "cgroup", h->cgroup);
+	sbx_jw_kstr(w, "sha256", hex);
+	sbx_jw_kstr(w, "channel", sbx_session_channel(s));
+	if (!human)
+		return;
+	cli_printf("agent %s (%s) protocol %d kernel %s\nuid %lld euid %lld gid %lld egid %lld "
+	           "pid %lld cgroup v%d\ncaps:",
+	           h->agent_version, h->arch, h->proto, h->kernel, (long long)h->uid,
+	           (long long)h->euid, (long long)h->gid, (long long)h->egid, (long long)h->pid,
+	           h->cgroup);
+	for (unsigned i = 0; i < sizeof cap_names / sizeof cap_names[0]; i++)
+		if (h->caps & (1 << i))
+			cli_printf(" %s", cap_names[i]);
+	cli_printf("\nsha256 %s\nchannel %s\n", hex, sbx_session_channel(s));
 }
 
-static void json_stat(struct sbx_jw *w, const struct sbx_stat *st)
+static void stat_out(struct sbx_jw *w, const struct sbx_stat *st, int human)
 {
+	char mode[8];
+	snprintf(mode, sizeof mode, "%04o", (unsigned)st->mode);
 	sbx_jw_obj_begin(w);
-	sbx_jw_key(w, "path");
-	sbx_jw_str(w, st->path);
+	sbx_jw_kstr(w, "path", st->path);
 	if (st->err != 0) {
-		sbx_jw_key(w, "errno");
-		sbx_jw_int(w, st->err);
-		sbx_jw_key(w, "message");
-		sbx_jw_str(w, st->message ? st->message : strerror(st->err));
+		const char *msg = st->message ? st->message : strerror(st->err);
+		sbx_jw_kint(w, "errno", st->err);
+		sbx_jw_kstr(w, "message", msg);
+		if (human)
+			cli_printf("%s: %s\n", st->path, msg);
 	} else {
-		char mode[8];
-		snprintf(mode, sizeof mode, "%04o", (unsigned)st->mode);
-		sbx_jw_key(w, "type");
-		sbx_jw_str(w, st->type);
-		sbx_jw_key(w, "mode");
-		sbx_jw_str(w, mode);
-		sbx_jw_key(w, "uid");
-		sbx_jw_int(w, st->uid);
-		sbx_jw_key(w, "gid");
-		sbx_jw_int(w, st->gid);
-		sbx_jw_key(w, "size");
-		sbx_jw_int(w, st->size);
-		sbx_jw_key(w, "mtime_ns");
-		sbx_jw_int(w, st->mtime_ns);
-		if (st->target != NULL) {
-			sbx_jw_key(w, "target");
-			sbx_jw_str(w, st->target);
-		}
+		sbx_jw_kstr(w, "type", st->type);
+		sbx_jw_kstr(w, "mode", mode);
+		sbx_jw_kint(w, "uid", st->uid);
+		sbx_jw_kint(w, "gid", st->gid);
+		sbx_jw_kint(w, "size", st->size);
+		sbx_jw_kint(w, "mtime_ns", st->mtime_ns);
+		if (st->target != NULL)
+			sbx_jw_kstr(w, "target", st->target);
+		if (human)
+			cli_printf("%s %s %s %lld %lld %lld %lld%s%s\n", st->path, st->type, mode,
+			           (long long)st->uid, (long long)st->gid, (long long)st->size,
+			           (long long)(st->mtime_ns / 1000000000), st->target ? " -> " : "",
+			           st->target ? st->target : "");
 	}
 	sbx_jw_obj_end(w);
 }
 
+/* Runs one probe: its JSON fields (after "ok") into w, and its text on stdout when human.
+ * Returns the exit status (0, or 1 for a lands-clear that is not clear), or -1 with *e. */
+static int probe_run(struct sbx_session *s, const struct probe *p, struct sbx_jw *w, int human,
+                     struct sbx_err *e)
+{
+	const char *op = p->op;
+	if (strcmp(op, "hello") == 0) {
+		hello_out(s, w, human);
+		return 0;
+	}
+	if (strcmp(op, "ping") == 0) {
+		double rtt;
+		if (sbx_ping(s, &rtt, e) != 0)
+			return -1;
+		sbx_jw_kdouble(w, "rtt_us", rtt * 1e6);
+		if (human)
+			cli_printf("pong in %.1f us\n", rtt * 1e6);
+		return 0;
+	}
+	if (strcmp(op, "kind") == 0 || strcmp(op, "remote_kind") == 0) {
+		enum sbx_kind k;
+		if (sbx_kind(s, p->path, &k, e) != 0)
+			return -1;
+		sbx_jw_key(w, "kind");
+		if (k == SBX_KIND_ABSENT && op[0] == 'r')
+			sbx_jw_null(w);
+		else
+			sbx_jw_str(w, sbx_kind_name(k));
+		if (human)
+			cli_printf("%s\n", sbx_kind_name(k));
+		return 0;
+	}
+	if (strcmp(op, "resolve") == 0) {
+		char *phys;
+		if (sbx_resolve(s, p->path, &phys, e) != 0)
+			return -1;
+		sbx_jw_kstr(w, "physical", phys);
+		if (human)
+			cli_printf("%s\n", phys);
+		free(phys);
+		return 0;
+	}
+	if (strcmp(op, "stat") == 0) {
+		struct sbx_stat *st;
+		if (sbx_stat(s, p->list, p->n, &st, e) != 0)
+			return -1;
+		sbx_jw_key(w, "entries");
+		sbx_jw_arr_begin(w);
+		for (size_t i = 0; i < p->n; i++)
+			stat_out(w, &st[i], human);
+		sbx_jw_arr_end(w);
+		sbx_stat_free(st, p->n);
+		return 0;
+	}
+	/* lands_clear */
+	int clear;
+	char *phys, *warn;
+	if (sbx_lands_clear(s, p->path, p->list, p->n, &clear, &phys, &warn, e) != 0)
+		return -1;
+	sbx_jw_kbool(w, "clear", clear);
+	sbx_jw_kstr(w, "physical", phys ? phys : "");
+	if (warn != NULL)
+		sbx_jw_kstr(w, "warning", warn);
+	if (human)
+		cli_printf("%s%s%s\n", clear ? "clear" : "not clear", warn ? ": " : "",
+		           warn ? warn : "");
+	free(phys);
+	free(warn);
+	return clear ? 0 : EX_FALSE;
+}
+
 /* ---- exec output ---- */
 
-struct capture {
-	char *data[3];
-	size_t len[3], cap[3];
-	int truncated[3];
-	size_t limit;
+/* An exec's output under --json, per channel: the first CAPTURE_MEM bytes in memory, the rest
+ * in an unlinked temporary file, CAPTURE_MAX in all (what comes after is dropped and the
+ * result says "stdout_truncated"). The JSON then goes out in pieces, so a 64 MiB output costs
+ * about CAPTURE_MEM per channel of memory, not a document's worth. */
+#define CAPTURE_MAX (64u << 20)
+#define CAPTURE_MEM (1u << 20)
+#define CAPTURE_PIECE (48u << 10) /* a multiple of 3, so base64 pieces join */
+
+struct spool {
+	uint8_t *mem;
+	size_t len, cap; /* len: bytes captured in all */
+	int fd;          /* -1 until the output outgrows mem */
+	int truncated;
 };
+
+struct capture {
+	struct spool ch[3];
+};
+
+static void capture_init(struct capture *c)
+{
+	memset(c, 0, sizeof *c);
+	for (int i = 0; i < 3; i++)
+		c->ch[i].fd = -1;
+}
+
+static void capture_free(struct capture *c)
+{
+	for (int i = 0; i < 3; i++) {
+		free(c->ch[i].mem);
+		if (c->ch[i].fd >= 0)
+			close(c->ch[i].fd);
+	}
+}
+
+static int spool_file(void)
+{
+	const char *dir = getenv("TMPDIR");
+	if (dir == NULL || dir[0] == '\0')
+		dir = "/tmp";
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != ENOENT))
+		return fd;
+	char path[PATH_MAX];
+	snprintf(path, sizeof path, "%s/sbx-exec-XXXXXX", dir);
+	fd = mkostemp(path, O_CLOEXEC);
+	if (fd >= 0)
+		unlink(path);
+	return fd;
+}
 
 static int capture_sink(void *ctx, int chan, const void *p, size_t n)
 {
 	struct capture *c = ctx;
 	if (chan < 1 || chan > 2)
 		return 0;
-	size_t room = c->limit - c->len[chan];
-	if (n > room) {
-		c->truncated[chan] = 1;
-		n = room;
+	struct spool *sp = &c->ch[chan];
+	if (n > CAPTURE_MAX - sp->len) {
+		sp->truncated = 1;
+		n = CAPTURE_MAX - sp->len;
 	}
-	if (c->len[chan] + n > c->cap[chan]) {
-		size_t cap = c->cap[chan] ? c->cap[chan] : 4096;
-		while (cap < c->len[chan] + n)
-			cap *= 2;
-		char *d = realloc(c->data[chan], cap);
-		if (d == NULL)
-			return -1;
-		c->data[chan] = d;
-		c->cap[chan] = cap;
+	const uint8_t *b = p;
+	if (sp->len < CAPTURE_MEM) {
+		size_t take = n < CAPTURE_MEM - sp->len ? n : CAPTURE_MEM - sp->len;
+		if (sp->len + take > sp->cap) {
+			size_t cap = sp->cap ? sp->cap : 4096;
+			while (cap < sp->len + take)
+				cap *= 2;
+			uint8_t *d = realloc(sp->mem, cap);
+			if (d == NULL)
+				return -1;
+			sp->mem = d;
+			sp->cap = cap;
+		}
+		memcpy(sp->mem + sp->len, b, take);
+		sp->len += take;
+		b += take;
+		n -= take;
 	}
-	memcpy(c->data[chan] + c->len[chan], p, n);
-	c->len[chan] += n;
+	if (n == 0)
+		return 0;
+	if (sp->fd < 0 && (sp->fd = spool_file()) < 0) {
+		sp->truncated = 1; /* nowhere to keep it: said in the result, not fatal */
+		return 0;
+	}
+	size_t off = sp->len - CAPTURE_MEM;
+	while (n > 0) {
+		ssize_t w = pwrite(sp->fd, b, n, (off_t)off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			sp->truncated = 1;
+			return 0;
+		}
+		b += w;
+		n -= (size_t)w;
+		off += (size_t)w;
+		sp->len += (size_t)w;
+	}
 	return 0;
+}
+
+/* Up to max bytes of the capture from off into buf; 0 at the end, -1 on a read error. */
+static ssize_t spool_read(const struct spool *sp, size_t off, uint8_t *buf, size_t max)
+{
+	if (off >= sp->len)
+		return 0;
+	if (max > sp->len - off)
+		max = sp->len - off;
+	if (off < CAPTURE_MEM) {
+		size_t n = max < CAPTURE_MEM - off ? max : CAPTURE_MEM - off;
+		memcpy(buf, sp->mem + off, n);
+		return (ssize_t)n;
+	}
+	ssize_t r;
+	do
+		r = pread(sp->fd, buf, max, (off_t)(off - CAPTURE_MEM));
+	while (r < 0 && errno == EINTR);
+	return r;
+}
+
+/* "stdout": the text (U+FFFD for bytes that are not UTF-8), then "stdout_b64" when it was not
+ * all valid UTF-8, then "stdout_truncated". Piece by piece, each written out at once. */
+static void json_spool(struct sbx_jw *w, const char *name, struct spool *sp)
+{
+	uint8_t buf[CAPTURE_PIECE + 4];
+	char key[24];
+	size_t off = 0, have = 0;
+	int valid = 1;
+	sbx_jw_key(w, name);
+	sbx_jw_str_begin(w);
+	for (;;) {
+		ssize_t r = spool_read(sp, off, buf + have, CAPTURE_PIECE);
+		if (r < 0)
+			sp->truncated = 1;
+		if (r <= 0)
+			break;
+		off += (size_t)r;
+		have += (size_t)r;
+		/* A piece ends on a whole character, so none turns into U+FFFD at a seam. */
+		size_t keep = sbx_utf8_cut_tail(buf, have);
+		valid &= sbx_utf8_valid(buf, have - keep);
+		sbx_jw_str_add(w, buf, have - keep);
+		memmove(buf, buf + have - keep, keep);
+		have = keep;
+		cli_json_out(w);
+	}
+	if (have > 0) {
+		valid = 0; /* a sequence cut by the end of the output */
+		sbx_jw_str_add(w, buf, have);
+	}
+	sbx_jw_str_end(w);
+	if (!valid) {
+		snprintf(key, sizeof key, "%s_b64", name);
+		sbx_jw_key(w, key);
+		sbx_jw_str_begin(w);
+		for (off = 0;;) {
+			/* Whole pieces (a multiple of 3), so no padding falls inside. */
+			ssize_t r = 0;
+			for (have = 0; have < CAPTURE_PIECE; have += (size_t)r) {
+				r = spool_read(sp, off + have, buf + have, CAPTURE_PIECE - have);
+				if (r < 0)
+					sp->truncated = 1;
+				if (r <= 0)
+					break;
+			}
+			if (have == 0)
+				break;
+			off += have;
+			sbx_jw_b64_add(w, buf, have);
+			cli_json_out(w);
+		}
+		sbx_jw_str_end(w);
+	}
+	if (sp->truncated) {
+		snprintf(key, sizeof key, "%s_truncated", name);
+		sbx_jw_kbool(w, key, 1);
+	}
 }
 
 static int passthrough_sink(void *ctx, int chan, const void *p, size_t n)
@@ -250,90 +434,23 @@ static int passthrough_sink(void *ctx, int chan, const void *p, size_t n)
 	return 0;
 }
 
-/* 1 when bytes are valid UTF-8 (so a JSON string carries them exactly). */
-static int utf8_valid(const unsigned char *s, size_t n)
+/* The result's fields (after "ok"); with a capture, its output, streamed to stdout. */
+static void json_exec(struct sbx_jw *w, const struct sbx_exec_result *r, struct capture *c)
 {
-	size_t i = 0;
-	while (i < n) {
-		unsigned c = s[i];
-		size_t k;
-		uint32_t cp;
-		if (c < 0x80) {
-			i++;
-			continue;
-		} else if ((c & 0xe0) == 0xc0) {
-			k = 1, cp = c & 0x1f;
-		} else if ((c & 0xf0) == 0xe0) {
-			k = 2, cp = c & 0x0f;
-		} else if ((c & 0xf8) == 0xf0) {
-			k = 3, cp = c & 0x07;
-		} else {
-			return 0;
-		}
-		if (n - i <= k)
-			return 0;
-		for (size_t j = 1; j <= k; j++) {
-			if ((s[i + j] & 0xc0) != 0x80)
-				return 0;
-			cp = cp << 6 | (s[i + j] & 0x3f);
-		}
-		if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
-		    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-			return 0;
-		i += k + 1;
-	}
-	return 1;
-}
-
-static void json_exec(struct sbx_jw *w, const struct sbx_exec_result *r, const struct capture *c)
-{
-	sbx_jw_key(w, "ok");
-	sbx_jw_bool(w, 1);
-	sbx_jw_key(w, "outcome");
-	sbx_jw_str(w, sbx_outcome_name(r->outcome));
-	sbx_jw_key(w, "code");
-	sbx_jw_int(w, r->code);
-	if (r->outcome == SBX_OUT_SIGNALED) {
-		sbx_jw_key(w, "signal");
-		sbx_jw_int(w, r->signal);
-	}
+	sbx_jw_kstr(w, "outcome", sbx_outcome_name(r->outcome));
+	sbx_jw_kint(w, "code", r->code);
+	if (r->outcome == SBX_OUT_SIGNALED)
+		sbx_jw_kint(w, "signal", r->signal);
 	if (r->outcome == SBX_OUT_NOT_STARTED) {
-		sbx_jw_key(w, "errno");
-		sbx_jw_int(w, r->err);
-		sbx_jw_key(w, "message");
-		sbx_jw_str(w, r->message);
+		sbx_jw_kint(w, "errno", r->err);
+		sbx_jw_kstr(w, "message", r->message);
 	}
-	sbx_jw_key(w, "user_fallback");
-	sbx_jw_bool(w, r->user_fallback);
-	if (r->user_fallback) {
-		sbx_jw_key(w, "note");
-		sbx_jw_str(w, r->note);
-	}
-	sbx_jw_key(w, "seconds");
-	sbx_jw_double(w, r->seconds);
-	for (int ch = 1; ch <= 2 && c != NULL; ch++) {
-		const char *name = ch == 1 ? "stdout" : "stderr";
-		sbx_jw_key(w, name);
-		sbx_jw_strn(w, c->data[ch] ? c->data[ch] : "", c->len[ch]);
-		if (!utf8_valid((const unsigned char *)(c->data[ch] ? c->data[ch] : ""),
-		                c->len[ch])) {
-			char key[16];
-			snprintf(key, sizeof key, "%s_b64", name);
-			sbx_jw_key(w, key);
-			sbx_jw_b64(w, c->data[ch], c->len[ch]);
-		}
-		if (c->truncated[ch]) {
-			char key[24];
-			snprintf(key, sizeof key, "%s_truncated", name);
-			sbx_jw_key(w, key);
-			sbx_jw_bool(w, 1);
-		}
-	}
-}
-
-static int exec_status(const struct sbx_exec_result *r)
-{
-	return r->code;
+	sbx_jw_kbool(w, "user_fallback", r->user_fallback);
+	if (r->user_fallback)
+		sbx_jw_kstr(w, "note", r->note);
+	sbx_jw_kdouble(w, "seconds", r->seconds);
+	json_spool(w, "stdout", &c->ch[1]);
+	json_spool(w, "stderr", &c->ch[2]);
 }
 
 /* ---- commands over a session ---- */
@@ -375,107 +492,86 @@ static int open_session(const struct opts *o, int brief, struct sbx_session **s,
 	return rc;
 }
 
-struct exec_args {
-	struct sbx_exec_opts x;
-	char *env[256];
-	int nenv;
-	int stream_stdin;
-};
-
-/* Parses exec/sh options up to "--" (exec) or the command string (sh). Returns the index of
- * the first operand, or -1. */
-static int parse_exec_opts(int argc, char **argv, int i, struct exec_args *a, struct sbx_err *e)
+static void exec_opts_from(struct sbx_exec_opts *x, const struct cmd_opts *c)
 {
-	sbx_exec_opts_init(&a->x);
-	a->nenv = 0;
-	a->stream_stdin = 0;
-	for (; i < argc; i++) {
-		const char *s = argv[i];
-		if (strcmp(s, "--") == 0)
-			return i + 1;
-		if (s[0] != '-' || strcmp(s, "-") == 0)
-			return i;
-		if (strcmp(s, "-i") == 0 || strcmp(s, "--stdin") == 0) {
-			a->stream_stdin = 1;
-			continue;
-		}
-		if (strcmp(s, "--env-clear") == 0) {
-			a->x.env_clear = 1;
-			continue;
-		}
-		if (i + 1 >= argc)
-			return sbx_err_set(e, SBX_EUSAGE, 0, "%s needs a value", s);
-		const char *v = argv[++i];
-		if (strcmp(s, "--user") == 0 || strcmp(s, "-u") == 0) {
-			a->x.user = v;
-		} else if (strcmp(s, "--cwd") == 0 || strcmp(s, "-w") == 0) {
-			a->x.cwd = v;
-		} else if (strcmp(s, "--env") == 0 || strcmp(s, "-e") == 0) {
-			if (a->nenv >= 255)
-				return sbx_err_set(e, SBX_EUSAGE, 0, "too many --env");
-			a->env[a->nenv++] = (char *)v;
-		} else if (strcmp(s, "--timeout") == 0) {
-			char *end;
-			a->x.timeout_s = strtod(v, &end);
-			if (*end != '\0' || a->x.timeout_s < 0)
-				return sbx_err_set(e, SBX_EUSAGE, 0, "bad --timeout %s", v);
-		} else {
-			return sbx_err_set(e, SBX_EUSAGE, 0, "unknown exec option %s", s);
-		}
-	}
-	return i;
+	x->user = c->user;
+	x->cwd = c->cwd;
+	x->env = c->env;
+	x->env_clear = c->env_clear;
+	x->timeout_s = c->timeout;
 }
 
 static int cmd_exec(const struct opts *o, struct sbx_session *s, int is_sh, int argc, char **argv)
 {
-	struct exec_args a;
+	struct cmd_opts c = {0};
+	struct sbx_exec_opts x;
 	struct sbx_err e;
-	int i = parse_exec_opts(argc, argv, 0, &a, &e);
-	if (i < 0)
-		return fail(o, &e, EX_EXEC_SBX);
+	int stream_stdin = 0, i = 0, status;
+	sbx_exec_opts_init(&x);
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (a[0] != '-' || strcmp(a, "-") == 0)
+			break;
+		if (strcmp(a, "-i") == 0 || strcmp(a, "--stdin") == 0) {
+			stream_stdin = 1;
+			continue;
+		}
+		int r = cmd_opt_arg(&c, argc, argv, &i, &e);
+		if (r == 0)
+			sbx_err_set(&e, SBX_EUSAGE, 0, "unknown exec option %s", a);
+		if (r <= 0) {
+			cmd_opts_free(&c);
+			return fail(o, &e, EX_EXEC_SBX);
+		}
+	}
 	if (i >= argc || (is_sh && argc - i != 1)) {
+		cmd_opts_free(&c);
 		sbx_err_set(&e, SBX_EUSAGE, 0,
 		            is_sh ? "sh takes one command string" : "exec needs -- ARGV...");
 		return fail(o, &e, EX_EXEC_SBX);
 	}
-	a.env[a.nenv] = NULL;
-	a.x.env = a.env;
+	exec_opts_from(&x, &c);
 	if (is_sh)
-		a.x.shell = argv[i];
+		x.shell = argv[i];
 	else
-		a.x.argv = argv + i;
-	if (a.stream_stdin)
-		a.x.stdin_fd = 0;
-	struct capture cap = {.limit = 64u << 20};
-	a.x.on_output = o->json ? capture_sink : passthrough_sink;
-	a.x.ctx = &cap;
+		x.argv = argv + i;
+	if (stream_stdin)
+		x.stdin_fd = 0;
+	struct capture cap;
+	capture_init(&cap);
+	x.on_output = o->json ? capture_sink : passthrough_sink;
+	x.ctx = &cap;
 	struct sbx_exec_result r;
-	int rc = sbx_exec(s, &a.x, &r, &e);
-	int status;
-	if (rc != 0) {
+	if (sbx_exec(s, &x, &r, &e) != 0) {
 		status = fail(o, &e, EX_EXEC_SBX);
 	} else {
 		if (o->json) {
 			struct sbx_jw w;
 			sbx_jw_init(&w);
 			sbx_jw_obj_begin(&w);
+			json_ok(&w);
 			json_exec(&w, &r, &cap);
 			sbx_jw_obj_end(&w);
 			print_json(&w);
 			sbx_jw_free(&w);
 		} else {
 			if (r.outcome == SBX_OUT_NOT_STARTED)
-				fprintf(stderr, "sbx: %s\n", r.message);
+				cli_fprintf(stderr, "sbx: %s\n", r.message);
 			if (r.outcome == SBX_OUT_TIMED_OUT)
-				fprintf(stderr, "sbx: timed out after %g s; process group killed\n",
-				        a.x.timeout_s);
+				cli_fprintf(stderr,
+				            "sbx: timed out after %g s; process group killed\n",
+				            x.timeout_s);
 			if (r.user_fallback)
-				fprintf(stderr, "sbx: note: %s\n", r.note);
+				cli_fprintf(stderr, "sbx: note: %s\n", r.note);
 		}
-		status = exec_status(&r);
+		status = r.code;
 	}
-	for (int c = 0; c < 3; c++)
-		free(cap.data[c]);
+	capture_free(&cap);
+	cmd_opts_free(&c);
 	return status;
 }
 
@@ -483,145 +579,36 @@ static int cmd_simple(const struct opts *o, struct sbx_session *s, const char *c
                       char **argv)
 {
 	struct sbx_err e;
+	struct probe p = {.op = cmd, .path = argv[0]};
+	int want = strcmp(cmd, "hello") == 0 || strcmp(cmd, "ping") == 0 ? 0 : 1;
+	if (strcmp(cmd, "stat") == 0) {
+		p.list = (const char *const *)argv;
+		p.n = (size_t)argc;
+		want = argc < 1 ? 1 : argc;
+	} else if (strcmp(cmd, "lands-clear") == 0) {
+		p.op = "lands_clear";
+		p.list = (const char *const *)argv + 1;
+		p.n = argc > 0 ? (size_t)argc - 1 : 0;
+		want = argc < 1 ? 1 : argc;
+	}
+	if (argc != want) {
+		sbx_err_set(&e, SBX_EUSAGE, 0, "%s takes %s", cmd,
+		            strcmp(cmd, "stat") == 0          ? "PATH..."
+		            : strcmp(cmd, "lands-clear") == 0 ? "DIR KEEP_OUT..."
+		            : want == 0                       ? "no operand"
+		                                              : "one PATH");
+		return fail(o, &e, EX_USAGE);
+	}
 	struct sbx_jw w;
 	sbx_jw_init(&w);
 	sbx_jw_obj_begin(&w);
-	int status = 0;
-	if (strcmp(cmd, "hello") == 0) {
-		const struct sbx_hello *h = sbx_session_hello(s);
-		if (o->json) {
-			sbx_jw_key(&w, "ok");
-			sbx_jw_bool(&w, 1);
-			json_hello(&w, h);
-			sbx_jw_key(&w, "channel");
-			sbx_jw_str(&w, sbx_session_channel(s));
-		} else {
-			char hex[65];
-			sbx_hex(h->sha256, 32, hex);
-			printf("agent %s (%s) protocol %d kernel %s\nuid %lld euid %lld gid %lld "
-			       "egid "
-			       "%lld pid %lld cgroup v%d\ncaps:",
-			       h->agent_version, h->arch, h->proto, h->kernel, (long long)h->uid,
-			       (long long)h->euid, (long long)h->gid, (long long)h->egid,
-			       (long long)h->pid, h->cgroup);
-			for (unsigned i = 0; i < sizeof cap_names / sizeof cap_names[0]; i++)
-				if (h->caps & (1 << i))
-					printf(" %s", cap_names[i]);
-			printf("\nsha256 %s\nchannel %s\n", hex, sbx_session_channel(s));
-		}
-	} else if (strcmp(cmd, "ping") == 0) {
-		double rtt;
-		if (sbx_ping(s, &rtt, &e) != 0)
-			goto err;
-		if (o->json) {
-			sbx_jw_key(&w, "ok");
-			sbx_jw_bool(&w, 1);
-			sbx_jw_key(&w, "rtt_us");
-			sbx_jw_double(&w, rtt * 1e6);
-		} else {
-			printf("pong in %.1f us\n", rtt * 1e6);
-		}
-	} else if (strcmp(cmd, "kind") == 0) {
-		enum sbx_kind k;
-		if (argc != 1) {
-			sbx_err_set(&e, SBX_EUSAGE, 0, "kind takes one PATH");
-			goto err;
-		}
-		if (sbx_kind(s, argv[0], &k, &e) != 0)
-			goto err;
-		if (o->json) {
-			sbx_jw_key(&w, "ok");
-			sbx_jw_bool(&w, 1);
-			sbx_jw_key(&w, "kind");
-			sbx_jw_str(&w, sbx_kind_name(k));
-		} else {
-			printf("%s\n", sbx_kind_name(k));
-		}
-	} else if (strcmp(cmd, "stat") == 0) {
-		struct sbx_stat *st;
-		if (argc < 1) {
-			sbx_err_set(&e, SBX_EUSAGE, 0, "stat takes PATH...");
-			goto err;
-		}
-		if (sbx_stat(s, (const char *const *)argv, (size_t)argc, &st, &e) != 0)
-			goto err;
-		sbx_jw_key(&w, "ok");
-		sbx_jw_bool(&w, 1);
-		sbx_jw_key(&w, "entries");
-		sbx_jw_arr_begin(&w);
-		for (int i = 0; i < argc; i++) {
-			if (o->json) {
-				json_stat(&w, &st[i]);
-			} else if (st[i].err != 0) {
-				printf("%s: %s\n", st[i].path, st[i].message ? st[i].message : "?");
-			} else {
-				printf("%s %s %04o %lld %lld %lld %lld%s%s\n", st[i].path,
-				       st[i].type, (unsigned)st[i].mode, (long long)st[i].uid,
-				       (long long)st[i].gid, (long long)st[i].size,
-				       (long long)(st[i].mtime_ns / 1000000000),
-				       st[i].target ? " -> " : "",
-				       st[i].target ? st[i].target : "");
-			}
-		}
-		sbx_jw_arr_end(&w);
-		sbx_stat_free(st, (size_t)argc);
-	} else if (strcmp(cmd, "resolve") == 0) {
-		char *p;
-		if (argc != 1) {
-			sbx_err_set(&e, SBX_EUSAGE, 0, "resolve takes one PATH");
-			goto err;
-		}
-		if (sbx_resolve(s, argv[0], &p, &e) != 0)
-			goto err;
-		if (o->json) {
-			sbx_jw_key(&w, "ok");
-			sbx_jw_bool(&w, 1);
-			sbx_jw_key(&w, "physical");
-			sbx_jw_str(&w, p);
-		} else {
-			printf("%s\n", p);
-		}
-		free(p);
-	} else if (strcmp(cmd, "lands-clear") == 0) {
-		int clear;
-		char *phys, *warn;
-		if (argc < 1) {
-			sbx_err_set(&e, SBX_EUSAGE, 0, "lands-clear takes DIR KEEP_OUT...");
-			goto err;
-		}
-		if (sbx_lands_clear(s, argv[0], (const char *const *)argv + 1, (size_t)argc - 1,
-		                    &clear, &phys, &warn, &e) != 0)
-			goto err;
-		if (o->json) {
-			sbx_jw_key(&w, "ok");
-			sbx_jw_bool(&w, 1);
-			sbx_jw_key(&w, "clear");
-			sbx_jw_bool(&w, clear);
-			sbx_jw_key(&w, "physical");
-			sbx_jw_str(&w, phys ? phys : "");
-			if (warn != NULL) {
-				sbx_jw_key(&w, "warning");
-				sbx_jw_str(&w, warn);
-			}
-		} else {
-			printf("%s%s%s\n", clear ? "clear" : "not clear", warn ? ": " : "",
-			       warn ? warn : "");
-		}
-		status = clear ? 0 : EX_FALSE;
-		free(phys);
-		free(warn);
-	} else {
-		sbx_err_set(&e, SBX_EUSAGE, 0, "unknown command '%s'", cmd);
-		goto err;
-	}
+	json_ok(&w);
+	int status = probe_run(s, &p, &w, !o->json, &e);
 	sbx_jw_obj_end(&w);
-	if (o->json)
+	if (status >= 0 && o->json)
 		print_json(&w);
 	sbx_jw_free(&w);
-	return status;
-err:
-	sbx_jw_free(&w);
-	return fail(o, &e, class_exit(e.cls));
+	return status < 0 ? fail(o, &e, class_exit(e.cls)) : status;
 }
 
 /* ---- session: JSON lines ---- */
@@ -664,13 +651,14 @@ static int session_exec(struct sbx_session *s, const struct sbx_json *req, int i
                         struct sbx_jw *w, struct sbx_err *e)
 {
 	struct sbx_exec_opts x;
+	struct cmd_opts c = {0};
 	sbx_exec_opts_init(&x);
-	const char **argv = NULL, **env = NULL;
-	char *envbuf[512];
+	const char **argv = NULL;
 	uint8_t *stdin_bytes = NULL;
-	struct capture cap = {.limit = 64u << 20};
+	struct capture cap;
+	capture_init(&cap);
 	int rc = -1;
-	size_t n, ne = 0;
+	size_t n;
 	if (is_sh) {
 		/* "command" is the reference's exec_as_root parameter; "cmd" ours. */
 		x.shell = jstr(req, "cmd");
@@ -689,53 +677,13 @@ static int session_exec(struct sbx_session *s, const struct sbx_json *req, int i
 		}
 		x.argv = (char *const *)argv;
 	}
-	x.cwd = jstr(req, "cwd");
-	const struct sbx_json *u = sbx_json_get(req, "user");
-	char ubuf[24];
-	int64_t uid;
-	if (u != NULL && sbx_json_int(u, &uid) == 0) {
-		snprintf(ubuf, sizeof ubuf, "%lld", (long long)uid);
-		x.user = ubuf;
-	} else {
-		x.user = jstr(req, "user");
-	}
-	const struct sbx_json *ev = sbx_json_get(req, "env");
-	if (ev != NULL && ev->type == SBX_JSON_OBJECT) {
-		for (size_t i = 0; i < ev->len && ne < 511; i++) {
-			const struct sbx_json *m = &ev->kids[i];
-			size_t l;
-			const char *val = sbx_json_str(m, &l);
-			if (val == NULL || strlen(val) != l || strlen(m->key) != m->keylen) {
-				sbx_err_set(e, SBX_EUSAGE, 0, "env values must be strings");
-				goto out;
-			}
-			size_t sz = m->keylen + l + 2;
-			envbuf[ne] = malloc(sz);
-			if (envbuf[ne] == NULL)
-				goto out;
-			snprintf(envbuf[ne++], sz, "%s=%s", m->key, val);
-		}
-		envbuf[ne] = NULL;
-		x.env = envbuf;
-	} else if (ev != NULL) {
-		env = jstrs(ev, &n, e);
-		if (env == NULL)
-			goto out;
-		x.env = (char *const *)env;
-	}
-	int b;
-	const struct sbx_json *ec = sbx_json_get(req, "env_clear");
-	if (ec != NULL && sbx_json_bool(ec, &b) == 0)
-		x.env_clear = b;
-	const struct sbx_json *t = sbx_json_get(req, "timeout");
-	if (t != NULL && sbx_json_double(t, &x.timeout_s) != 0) {
-		sbx_err_set(e, SBX_EUSAGE, 0, "timeout must be a number of seconds");
+	if (cmd_opts_json(&c, req, e) != 0)
 		goto out;
-	}
+	exec_opts_from(&x, &c);
 	int64_t linger;
 	const struct sbx_json *lg = sbx_json_get(req, "linger_ms");
 	if (lg != NULL && sbx_json_int(lg, &linger) == 0)
-		x.linger_ms = linger <= 0 ? -1 : (int)linger;
+		x.linger_ms = linger <= 0 ? -1 : linger > 600000 ? 600000 : (int)linger;
 	const struct sbx_json *in = sbx_json_get(req, "stdin");
 	const struct sbx_json *in64 = sbx_json_get(req, "stdin_b64");
 	if (in != NULL) {
@@ -758,18 +706,45 @@ static int session_exec(struct sbx_session *s, const struct sbx_json *req, int i
 	struct sbx_exec_result r;
 	if (sbx_exec(s, &x, &r, e) != 0)
 		goto out;
+	json_ok(w);
 	json_exec(w, &r, &cap);
 	rc = 0;
 out:
-	if (x.env == envbuf)
-		for (size_t i = 0; i < ne; i++)
-			free(envbuf[i]);
+	cmd_opts_free(&c);
 	free(argv);
-	free(env);
 	free(stdin_bytes);
-	for (int c = 0; c < 3; c++)
-		free(cap.data[c]);
+	capture_free(&cap);
 	return rc;
+}
+
+/* A probe's request: 0 and *p filled (p->list malloc'd), 1 when op is not a probe, -1. */
+static int probe_json(const char *op, const struct sbx_json *req, struct probe *p,
+                      struct sbx_err *e)
+{
+	static const char *const ops[] = {"hello",   "ping", "kind",        "remote_kind",
+	                                  "resolve", "stat", "lands_clear", NULL};
+	memset(p, 0, sizeof *p);
+	for (int i = 0; ops[i] != NULL; i++)
+		if (strcmp(op, ops[i]) == 0)
+			p->op = ops[i];
+	if (p->op == NULL)
+		return 1;
+	if (strcmp(op, "stat") == 0) {
+		p->list = jstrs(sbx_json_get(req, "paths"), &p->n, e);
+		return p->list != NULL ? 0 : -1;
+	}
+	if (strcmp(op, "hello") == 0 || strcmp(op, "ping") == 0)
+		return 0;
+	const char *name = strcmp(op, "lands_clear") == 0 ? "dir" : "path";
+	if ((p->path = jstr(req, name)) == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "%s needs \"%s\"", op, name);
+	if (strcmp(op, "lands_clear") == 0) {
+		const struct sbx_json *ko = sbx_json_get(req, "keep_out");
+		p->list = ko ? jstrs(ko, &p->n, e) : calloc(1, sizeof *p->list);
+		if (p->list == NULL)
+			return ko ? -1 : sbx_err_set(e, SBX_EUSAGE, ENOMEM, "keep_out");
+	}
+	return 0;
 }
 
 static int session_one(struct sbx_session *s, const struct sbx_json *req, struct sbx_jw *w,
@@ -778,125 +753,36 @@ static int session_one(struct sbx_session *s, const struct sbx_json *req, struct
 	const char *op = jstr(req, "op");
 	if (op == NULL)
 		return sbx_err_set(e, SBX_EUSAGE, 0, "request without \"op\"");
-	if (strcmp(op, "hello") == 0) {
-		sbx_jw_key(w, "ok");
-		sbx_jw_bool(w, 1);
-		json_hello(w, sbx_session_hello(s));
-		sbx_jw_key(w, "channel");
-		sbx_jw_str(w, sbx_session_channel(s));
-		return 0;
-	}
-	if (strcmp(op, "ping") == 0) {
-		double rtt;
-		if (sbx_ping(s, &rtt, e) != 0)
-			return -1;
-		sbx_jw_key(w, "ok");
-		sbx_jw_bool(w, 1);
-		sbx_jw_key(w, "rtt_us");
-		sbx_jw_double(w, rtt * 1e6);
-		return 0;
-	}
-	if (strcmp(op, "kind") == 0 || strcmp(op, "resolve") == 0) {
-		const char *path = jstr(req, "path");
-		if (path == NULL)
-			return sbx_err_set(e, SBX_EUSAGE, 0, "%s needs \"path\"", op);
-		if (op[0] == 'k') {
-			enum sbx_kind k;
-			if (sbx_kind(s, path, &k, e) != 0)
-				return -1;
-			sbx_jw_key(w, "ok");
-			sbx_jw_bool(w, 1);
-			sbx_jw_key(w, "kind");
-			sbx_jw_str(w, sbx_kind_name(k));
-		} else {
-			char *p;
-			if (sbx_resolve(s, path, &p, e) != 0)
-				return -1;
-			sbx_jw_key(w, "ok");
-			sbx_jw_bool(w, 1);
-			sbx_jw_key(w, "physical");
-			sbx_jw_str(w, p);
-			free(p);
+	struct probe p;
+	int rc = probe_json(op, req, &p, e);
+	if (rc <= 0) {
+		if (rc == 0) {
+			json_ok(w);
+			rc = probe_run(s, &p, w, 0, e) < 0 ? -1 : 0;
 		}
-		return 0;
+		free((void *)p.list);
+		return rc;
 	}
-	if (strcmp(op, "stat") == 0) {
-		size_t n;
-		const char **paths = jstrs(sbx_json_get(req, "paths"), &n, e);
-		if (paths == NULL)
-			return -1;
-		struct sbx_stat *st;
-		int rc = sbx_stat(s, paths, n, &st, e);
-		free(paths);
-		if (rc != 0)
-			return -1;
-		sbx_jw_key(w, "ok");
-		sbx_jw_bool(w, 1);
-		sbx_jw_key(w, "entries");
-		sbx_jw_arr_begin(w);
-		for (size_t i = 0; i < n; i++)
-			json_stat(w, &st[i]);
-		sbx_jw_arr_end(w);
-		sbx_stat_free(st, n);
-		return 0;
-	}
-	if (strcmp(op, "lands_clear") == 0) {
-		const char *dir = jstr(req, "dir");
-		size_t n = 0;
-		const struct sbx_json *ko = sbx_json_get(req, "keep_out");
-		const char **keep = ko ? jstrs(ko, &n, e) : calloc(1, sizeof *keep);
-		if (dir == NULL || keep == NULL) {
-			free(keep);
-			return dir == NULL
-			               ? sbx_err_set(e, SBX_EUSAGE, 0, "lands_clear needs \"dir\"")
-			               : -1;
-		}
-		int clear;
-		char *phys, *warn;
-		int rc = sbx_lands_clear(s, dir, keep, n, &clear, &phys, &warn, e);
-		free(keep);
-		if (rc != 0)
-			return -1;
-		sbx_jw_key(w, "ok");
-		sbx_jw_bool(w, 1);
-		sbx_jw_key(w, "clear");
-		sbx_jw_bool(w, clear);
-		sbx_jw_key(w, "physical");
-		sbx_jw_str(w, phys ? phys : "");
-		if (warn != NULL) {
-			sbx_jw_key(w, "warning");
-			sbx_jw_str(w, warn);
-		}
-		free(phys);
-		free(warn);
-		return 0;
-	}
-	if (strcmp(op, "exec") == 0 || strcmp(op, "sh") == 0)
-		return session_exec(s, req, op[0] == 's', w, e);
-	int rc;
+	if (strcmp(op, "exec") == 0 || strcmp(op, "sh") == 0 || strcmp(op, "exec_as_root") == 0)
+		return session_exec(s, req, strcmp(op, "exec") != 0, w, e);
 	if (cli_xfer_session(s, op, req, w, e, &rc))
 		return rc;
-	if (strcmp(op, "remote_kind") == 0) {
-		const char *path = jstr(req, "path");
-		enum sbx_kind k;
-		if (path == NULL)
-			return sbx_err_set(e, SBX_EUSAGE, 0, "remote_kind needs \"path\"");
-		if (sbx_kind(s, path, &k, e) != 0)
-			return -1;
-		sbx_jw_key(w, "ok");
-		sbx_jw_bool(w, 1);
-		sbx_jw_key(w, "kind");
-		if (k == SBX_KIND_ABSENT)
-			sbx_jw_null(w);
-		else
-			sbx_jw_str(w, sbx_kind_name(k));
-		return 0;
-	}
-	if (strcmp(op, "exec_as_root") == 0)
-		return session_exec(s, req, 1, w, e);
 	if (cli_sup_session(s, op, req, w, e, &rc))
 		return rc;
 	return sbx_err_set(e, SBX_EUSAGE, 0, "unknown op \"%s\"", op);
+}
+
+/* The request's "id", echoed first in its answer (an integer or a string). */
+static void json_id(struct sbx_jw *w, const struct sbx_json *req)
+{
+	const struct sbx_json *id = sbx_json_get(req, "id");
+	int64_t iv;
+	size_t il;
+	const char *is;
+	if (id != NULL && sbx_json_int(id, &iv) == 0)
+		sbx_jw_kint(w, "id", iv);
+	else if (id != NULL && (is = sbx_json_str(id, &il)) != NULL)
+		sbx_jw_kstrn(w, "id", is, il);
 }
 
 static int cmd_session(struct sbx_session *s)
@@ -916,41 +802,21 @@ static int cmd_session(struct sbx_session *s)
 		sbx_jw_obj_begin(&w);
 		if (sbx_json_parse(line, (size_t)n, &req, &e) != 0) {
 			json_err(&w, &e);
+		} else if (req->type != SBX_JSON_OBJECT) {
+			sbx_err_set(&e, SBX_EUSAGE, 0, "a request is a JSON object");
+			json_err(&w, &e);
 		} else {
-			const struct sbx_json *id = sbx_json_get(req, "id");
-			int64_t iv;
-			size_t il;
-			const char *is;
-			if (id != NULL && sbx_json_int(id, &iv) == 0) {
-				sbx_jw_key(&w, "id");
-				sbx_jw_int(&w, iv);
-			} else if (id != NULL && (is = sbx_json_str(id, &il)) != NULL) {
-				sbx_jw_key(&w, "id");
-				sbx_jw_strn(&w, is, il);
-			}
-			if (req->type != SBX_JSON_OBJECT) {
-				sbx_err_set(&e, SBX_EUSAGE, 0, "a request is a JSON object");
+			json_id(&w, req);
+			if (session_one(s, req, &w, &e) != 0) {
+				/* A failure midway may have written fields: start the line again
+				 * with only the id and the error. */
+				sbx_jw_reset(&w);
+				sbx_jw_obj_begin(&w);
+				json_id(&w, req);
 				json_err(&w, &e);
-			} else {
-				/* A failure midway may have written fields: start the line
-				 * again with only the id and the error. */
-				if (session_one(s, req, &w, &e) != 0) {
-					sbx_jw_free(&w);
-					sbx_jw_init(&w);
-					sbx_jw_obj_begin(&w);
-					if (id != NULL && sbx_json_int(id, &iv) == 0) {
-						sbx_jw_key(&w, "id");
-						sbx_jw_int(&w, iv);
-					} else if (id != NULL &&
-					           (is = sbx_json_str(id, &il)) != NULL) {
-						sbx_jw_key(&w, "id");
-						sbx_jw_strn(&w, is, il);
-					}
-					json_err(&w, &e);
-				}
 			}
-			sbx_json_free(req);
 		}
+		sbx_json_free(req);
 		sbx_jw_obj_end(&w);
 		print_json(&w);
 	}
@@ -969,7 +835,7 @@ static int cmd_arches(const char *dir)
 		char path[PATH_MAX];
 		struct sbx_err e;
 		int have = sbx_agent_path(dir, t[i].name, path, sizeof path, &e) == 0;
-		printf("%-8s %-20s %s\n", t[i].name, t[i].qemu, have ? path : "(not built)");
+		cli_printf("%-8s %-20s %s\n", t[i].name, t[i].qemu, have ? path : "(not built)");
 	}
 	return 0;
 }
@@ -992,19 +858,20 @@ static int cmd_selftest(const char *dir, int force_qemu, int argc, char **argv)
 		struct sbx_selftest_result r;
 		struct sbx_err e;
 		if (sbx_agent_selftest(dir, names[i], force_qemu, &r, &e) != 0) {
-			printf("FAIL %-8s %s: %s\n", names[i], sbx_err_class_name(e.cls), e.msg);
+			cli_printf("FAIL %-8s %s: %s\n", names[i], sbx_err_class_name(e.cls),
+			           e.msg);
 			broken++;
 			continue;
 		}
-		printf("%s %-8s %-6s %6.2f s\n", r.passed ? "ok  " : "FAIL", names[i],
-		       r.via_qemu ? "qemu" : "native", r.proc.seconds);
+		cli_printf("%s %-8s %-6s %6.2f s\n", r.passed ? "ok  " : "FAIL", names[i],
+		           r.via_qemu ? "qemu" : "native", r.proc.seconds);
 		if (!r.passed) {
-			fputs(r.proc.output, stdout);
+			cli_write_esc(stdout, r.proc.output, strlen(r.proc.output), SBX_ESC_LINES);
 			failed++;
 		}
 		sbx_proc_result_free(&r.proc);
 	}
-	printf("%u passed, %d failed\n", count - (unsigned)(failed + broken), failed + broken);
+	cli_printf("%u passed, %d failed\n", count - (unsigned)(failed + broken), failed + broken);
 	return broken ? EX_UNAVAILABLE : failed ? EX_FALSE : 0;
 }
 
@@ -1027,7 +894,7 @@ int main(int argc, char **argv)
 			return 0;
 		}
 		if (i + 1 >= argc) {
-			fprintf(stderr, "sbx: %s needs a value\n", a);
+			cli_fprintf(stderr, "sbx: %s needs a value\n", a);
 			return EX_USAGE;
 		}
 		const char *v = argv[i + 1];
@@ -1042,11 +909,11 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--timeout") == 0) {
 			o.timeout = strtod(v, NULL);
 			if (o.timeout <= 0) {
-				fprintf(stderr, "sbx: bad --timeout %s\n", v);
+				cli_fprintf(stderr, "sbx: bad --timeout %s\n", v);
 				return EX_USAGE;
 			}
 		} else {
-			fprintf(stderr, "sbx: unknown option %s\n", a);
+			cli_fprintf(stderr, "sbx: unknown option %s\n", a);
 			usage(stderr);
 			return EX_USAGE;
 		}
@@ -1057,12 +924,12 @@ int main(int argc, char **argv)
 		return EX_USAGE;
 	}
 	if (o.via != NULL && o.runner != NULL) {
-		fprintf(stderr, "sbx: --via and --runner exclude each other\n");
+		cli_fprintf(stderr, "sbx: --via and --runner exclude each other\n");
 		return EX_USAGE;
 	}
 	const char *cmd = argv[i++];
 	if (strcmp(cmd, "version") == 0) {
-		printf("sbx %s\n", sbx_version());
+		cli_printf("sbx %s\n", sbx_version());
 		return 0;
 	}
 	if (strcmp(cmd, "arches") == 0 || strcmp(cmd, "selftest") == 0) {
@@ -1070,7 +937,7 @@ int main(int argc, char **argv)
 		if (o.agent_dir != NULL) {
 			snprintf(dir, sizeof dir, "%s", o.agent_dir);
 		} else if (sbx_agent_dir(dir, sizeof dir, &e) != 0) {
-			fprintf(stderr, "sbx: %s\n", e.msg);
+			cli_fprintf(stderr, "sbx: %s\n", e.msg);
 			return EX_UNAVAILABLE;
 		}
 		if (cmd[0] == 'a')
@@ -1093,7 +960,7 @@ int main(int argc, char **argv)
 	for (const char *const *k = known; *k != NULL; k++)
 		ok |= strcmp(cmd, *k) == 0;
 	if (!ok) {
-		fprintf(stderr, "sbx: unknown command '%s'\n", cmd);
+		cli_fprintf(stderr, "sbx: unknown command '%s'\n", cmd);
 		usage(stderr);
 		return EX_USAGE;
 	}

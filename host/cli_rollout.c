@@ -20,6 +20,8 @@
 
 #include "cli.h"
 #include "arch.h"
+#include "digest.h"
+#include "session.h"
 #include "ns.h"
 #include "podman.h"
 #include "runner.h"
@@ -52,9 +54,7 @@ struct rollout {
 
 static double now_s(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)sbx_now_ns() / 1e9;
 }
 
 static void phase(struct rollout *r, const char *name)
@@ -67,7 +67,7 @@ static void phase(struct rollout *r, const char *name)
 	}
 	r->t0 = t;
 	if (r->progress)
-		fprintf(stderr, "  %-28s %8.3f s\n", name, r->phases[r->nphases - 1].seconds);
+		cli_fprintf(stderr, "  %-28s %8.3f s\n", name, r->phases[r->nphases - 1].seconds);
 }
 
 /* The two kinds of sandbox a rollout can use: ns (the default) and podman. */
@@ -173,7 +173,7 @@ static int stage(void *ctx, struct sbx_run_opts *o, struct sbx_err *e)
 static int show_progress(void *ctx, uint64_t bytes)
 {
 	(void)ctx;
-	fprintf(stderr, "\r    %10.1f MiB ", (double)bytes / 1048576.0);
+	cli_fprintf(stderr, "\r    %10.1f MiB ", (double)bytes / 1048576.0);
 	return 0;
 }
 
@@ -284,15 +284,11 @@ static void summary(const struct opts *o, struct rollout *r, const struct sbx_er
 	sbx_jw_int(&w, (int64_t)r->collect.files);
 	sbx_jw_key(&w, "archive_bytes");
 	sbx_jw_int(&w, (int64_t)r->collect.archive_bytes);
-	char h[65];
-	for (int i = 0; i < 32; i++)
-		snprintf(h + 2 * i, 3, "%02x", r->collect.sha256[i]);
-	sbx_jw_key(&w, "sha256");
-	sbx_jw_str(&w, h);
-	sbx_jw_key(&w, "replayed_sha256");
-	for (int i = 0; i < 32; i++)
-		snprintf(h + 2 * i, 3, "%02x", r->replay.sha256[i]);
-	sbx_jw_str(&w, h);
+	char h[SBX_SHA256_HEX_LEN];
+	sbx_hex(r->collect.sha256, SBX_SHA256_LEN, h);
+	sbx_jw_kstr(&w, "sha256", h);
+	sbx_hex(r->replay.sha256, SBX_SHA256_LEN, h);
+	sbx_jw_kstr(&w, "replayed_sha256", h);
 	if (r->collect_failed) {
 		sbx_jw_key(&w, "collect_error");
 		sbx_jw_str(&w, r->collect_err.msg);
@@ -318,44 +314,47 @@ static void summary(const struct opts *o, struct rollout *r, const struct sbx_er
 	size_t len;
 	const char *text = sbx_jw_text(&w, &len);
 	if (f != NULL) {
-		fwrite(text, 1, len, f);
-		fputc('\n', f);
+		if (text != NULL) {
+			fwrite(text, 1, len, f);
+			fputc('\n', f);
+		}
 		fclose(f);
 	}
 	if (o->json) {
 		print_json(&w);
 	} else {
-		printf("rollout %s\n", fail_err == NULL ? "finished" : "FAILED");
+		cli_printf("rollout %s\n", fail_err == NULL ? "finished" : "FAILED");
 		if (fail_err != NULL)
-			printf("  error       %s: %s\n", sbx_err_class_name(fail_err->cls),
-			       fail_err->msg);
-		printf("  reward      %s\n", r->reward[0] ? r->reward : "(none)");
+			cli_printf("  error       %s: %s\n", sbx_err_class_name(fail_err->cls),
+			           fail_err->msg);
+		cli_printf("  reward      %s\n", r->reward[0] ? r->reward : "(none)");
 		if (r->have_harness)
-			printf("  harness     exit %d, trigger %s, receipt %s, termination of "
-			       "every "
-			       "process %s (%lld SIGKILL rounds)\n",
-			       r->harness.status, r->harness.trigger,
-			       r->harness.verified ? "verified" : "NOT VERIFIED",
-			       r->harness.termination_witnessed ? "witnessed" : "NOT witnessed",
-			       (long long)r->harness.kill_rounds);
+			cli_printf("  harness     exit %d, trigger %s, receipt %s, termination of "
+			           "every "
+			           "process %s (%lld SIGKILL rounds)\n",
+			           r->harness.status, r->harness.trigger,
+			           r->harness.verified ? "verified" : "NOT VERIFIED",
+			           r->harness.termination_witnessed ? "witnessed" : "NOT witnessed",
+			           (long long)r->harness.kill_rounds);
 		if (r->have_verifier)
-			printf("  verifier    exit %d, trigger %s, receipt %s\n",
-			       r->verifier.status, r->verifier.trigger,
-			       r->verifier.verified ? "verified" : "NOT VERIFIED");
-		printf("  artifacts   %s, %llu files, %llu archive bytes, replayed with the same "
-		       "SHA-256: %s\n",
-		       r->artifacts_kind == SBX_KIND_ABSENT ? "absent"
-		                                            : sbx_kind_name(r->artifacts_kind),
-		       (unsigned long long)r->collect.files,
-		       (unsigned long long)r->collect.archive_bytes,
-		       r->artifacts_kind == SBX_KIND_ABSENT                   ? "-"
-		       : memcmp(r->collect.sha256, r->replay.sha256, 32) == 0 ? "yes"
-		                                                              : "NO");
-		printf("  timings    ");
+			cli_printf("  verifier    exit %d, trigger %s, receipt %s\n",
+			           r->verifier.status, r->verifier.trigger,
+			           r->verifier.verified ? "verified" : "NOT VERIFIED");
+		cli_printf(
+		        "  artifacts   %s, %llu files, %llu archive bytes, replayed with the same "
+		        "SHA-256: %s\n",
+		        r->artifacts_kind == SBX_KIND_ABSENT ? "absent"
+		                                             : sbx_kind_name(r->artifacts_kind),
+		        (unsigned long long)r->collect.files,
+		        (unsigned long long)r->collect.archive_bytes,
+		        r->artifacts_kind == SBX_KIND_ABSENT                   ? "-"
+		        : memcmp(r->collect.sha256, r->replay.sha256, 32) == 0 ? "yes"
+		                                                               : "NO");
+		cli_printf("  timings    ");
 		for (int i = 0; i < r->nphases; i++)
-			printf(" %s %.3f s%s", r->phases[i].name, r->phases[i].seconds,
-			       i + 1 < r->nphases ? "," : "\n");
-		printf("  kept in     %s\n", r->out);
+			cli_printf(" %s %.3f s%s", r->phases[i].name, r->phases[i].seconds,
+			           i + 1 < r->nphases ? "," : "\n");
+		cli_printf("  kept in     %s\n", r->out);
 	}
 	sbx_jw_free(&w);
 }

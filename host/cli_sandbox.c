@@ -40,7 +40,7 @@ static void json_status(struct sbx_jw *w, const char *name, const struct sbx_ns_
 static void text_status(const char *name, const struct sbx_ns_status *st)
 {
 	if (st->state == SBX_NS_ABSENT) {
-		printf("%s absent\n", name);
+		cli_printf("%s absent\n", name);
 		return;
 	}
 	char when[32] = "?";
@@ -48,9 +48,9 @@ static void text_status(const char *name, const struct sbx_ns_status *st)
 	struct tm tm;
 	if (st->created_ns > 0 && gmtime_r(&t, &tm) != NULL)
 		strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	printf("%s %s pid %lld arch %s image %s created %s\n", name, sbx_ns_state_name(st->state),
-	       (long long)st->pid, st->arch[0] ? st->arch : "?", st->image[0] ? st->image : "?",
-	       when);
+	cli_printf("%s %s pid %lld arch %s image %s created %s\n", name,
+	           sbx_ns_state_name(st->state), (long long)st->pid, st->arch[0] ? st->arch : "?",
+	           st->image[0] ? st->image : "?", when);
 }
 
 /* "podman:NAME" / "docker:NAME": the engine (static string) and the name; NULL otherwise. */
@@ -114,7 +114,7 @@ static int create_container(const struct opts *o, const char *engine, const char
 	if (sbx_podman_create(engine, image, name, &po, made, sizeof made, &e) != 0)
 		return fail(o, &e, class_exit(e.cls));
 	if (!o->json) {
-		printf("%s:%s\n", engine, made);
+		cli_printf("%s:%s\n", engine, made);
 		return 0;
 	}
 	struct sbx_podman_status st;
@@ -133,10 +133,10 @@ static int status_container(const struct opts *o, const char *engine, const char
 	if (o->json)
 		print_ok(name, NULL, engine, &st);
 	else if (!st.exists)
-		printf("%s:%s absent\n", engine, name);
+		cli_printf("%s:%s absent\n", engine, name);
 	else
-		printf("%s:%s %s arch %s image %s id %.12s\n", engine, name, st.state,
-		       st.arch[0] ? st.arch : "?", st.image, st.id);
+		cli_printf("%s:%s %s arch %s image %s id %.12s\n", engine, name, st.state,
+		           st.arch[0] ? st.arch : "?", st.image, st.id);
 	return st.exists && strcmp(st.state, "running") == 0 ? 0 : EX_FALSE;
 }
 
@@ -185,7 +185,7 @@ static int cmd_create(const struct opts *o, int argc, char **argv)
 	if (sbx_ns_create(image, name, &no, made, sizeof made, &e) != 0)
 		return fail(o, &e, class_exit(e.cls));
 	if (!o->json) {
-		printf("%s\n", made);
+		cli_printf("%s\n", made);
 		return 0;
 	}
 	struct sbx_ns_status st;

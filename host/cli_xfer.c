@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "digest.h"
+#include "session.h"
 
 static const char *const xfer_cmds[] = {"upload-dir",    "download-dir",   "upload-path",
                                         "download-path", "upload-archive", NULL};
@@ -29,9 +31,7 @@ struct progress {
 
 static double now_s(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)sbx_now_ns() / 1e9;
 }
 
 static int show_progress(void *ctx, uint64_t bytes)
@@ -43,8 +43,8 @@ static int show_progress(void *ctx, uint64_t bytes)
 	p->last = t;
 	p->shown = 1;
 	double mib = (double)bytes / 1048576.0;
-	fprintf(stderr, "\r  %10.1f MiB  %8.1f MiB/s  %6.1f s ", mib, mib / (t - p->start),
-	        t - p->start);
+	cli_fprintf(stderr, "\r  %10.1f MiB  %8.1f MiB/s  %6.1f s ", mib, mib / (t - p->start),
+	            t - p->start);
 	return 0;
 }
 
@@ -56,16 +56,10 @@ static void end_progress(struct progress *p)
 
 /* ---- results ---- */
 
-static void hex(const uint8_t *d, char *out)
-{
-	for (int i = 0; i < 32; i++)
-		snprintf(out + 2 * i, 3, "%02x", d[i]);
-}
-
 static void json_stats(struct sbx_jw *w, const struct sbx_xfer_stats *st)
 {
-	char h[65];
-	hex(st->sha256, h);
+	char h[SBX_SHA256_HEX_LEN];
+	sbx_hex(st->sha256, SBX_SHA256_LEN, h);
 	sbx_jw_key(w, "files");
 	sbx_jw_int(w, (int64_t)st->files);
 	sbx_jw_key(w, "dirs");
@@ -173,7 +167,8 @@ static int run_one(struct sbx_session *s, const char *cmd, struct xargs *a, stru
 		else
 			sbx_jw_str(w, sbx_kind_name(kind));
 		if (human)
-			printf("%s\n", kind == SBX_KIND_ABSENT ? "absent" : sbx_kind_name(kind));
+			cli_printf("%s\n",
+			           kind == SBX_KIND_ABSENT ? "absent" : sbx_kind_name(kind));
 	}
 	if (strcmp(cmd, "upload-archive") == 0) {
 		sbx_jw_key(w, "landed");
@@ -182,7 +177,7 @@ static int run_one(struct sbx_session *s, const char *cmd, struct xargs *a, stru
 			sbx_jw_key(w, "warning");
 			sbx_jw_str(w, warning);
 			if (human)
-				fprintf(stderr, "sbx: warning: %s\n", warning);
+				cli_fprintf(stderr, "sbx: warning: %s\n", warning);
 		}
 		res = landed ? 0 : 1;
 	}
@@ -190,7 +185,7 @@ static int run_one(struct sbx_session *s, const char *cmd, struct xargs *a, stru
 	if (landed)
 		json_stats(w, &st);
 	if (human && st.note[0] != '\0')
-		fprintf(stderr, "sbx: note: %s\n", st.note);
+		cli_fprintf(stderr, "sbx: note: %s\n", st.note);
 	return res;
 }
 

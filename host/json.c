@@ -2,6 +2,7 @@
  * node count, and a single-line writer with automatic commas. Numbers go through strtod and
  * printf, which read and write '.' because sbx never changes LC_NUMERIC. */
 #include "json.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,61 +13,6 @@
 
 static const char b64_alphabet[] =
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/* Length (1-4) of the valid UTF-8 sequence at s, or 0 when s does not start one: overlong
- * forms, encoded surrogates and code points past U+10FFFF are all invalid. */
-static size_t utf8_seq(const uint8_t *s, size_t n)
-{
-	uint8_t c = s[0], lo = 0x80, hi = 0xbf;
-	size_t need;
-	if (c < 0x80)
-		return 1;
-	if (c < 0xc2)
-		return 0;
-	if (c < 0xe0) {
-		need = 2;
-	} else if (c < 0xf0) {
-		need = 3;
-		lo = c == 0xe0 ? 0xa0 : lo;
-		hi = c == 0xed ? 0x9f : hi;
-	} else if (c < 0xf5) {
-		need = 4;
-		lo = c == 0xf0 ? 0x90 : lo;
-		hi = c == 0xf4 ? 0x8f : hi;
-	} else {
-		return 0;
-	}
-	if (n < need || s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < need; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	return need;
-}
-
-static size_t utf8_put(uint8_t *o, uint32_t cp)
-{
-	if (cp < 0x80) {
-		o[0] = (uint8_t)cp;
-		return 1;
-	}
-	if (cp < 0x800) {
-		o[0] = (uint8_t)(0xc0 | cp >> 6);
-		o[1] = (uint8_t)(0x80 | (cp & 0x3f));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		o[0] = (uint8_t)(0xe0 | cp >> 12);
-		o[1] = (uint8_t)(0x80 | (cp >> 6 & 0x3f));
-		o[2] = (uint8_t)(0x80 | (cp & 0x3f));
-		return 3;
-	}
-	o[0] = (uint8_t)(0xf0 | cp >> 18);
-	o[1] = (uint8_t)(0x80 | (cp >> 12 & 0x3f));
-	o[2] = (uint8_t)(0x80 | (cp >> 6 & 0x3f));
-	o[3] = (uint8_t)(0x80 | (cp & 0x3f));
-	return 4;
-}
 
 /* ---- parser ---- */
 
@@ -154,7 +100,7 @@ static int unescape(struct parser *p, uint8_t *buf, size_t *n)
 		p->pos = start;
 		return bad(p, "lone surrogate");
 	}
-	*n += utf8_put(buf + *n, cp);
+	*n += sbx_utf8_put(buf + *n, cp);
 	return 0;
 }
 
@@ -182,7 +128,7 @@ static int parse_string(struct parser *p, char **out, size_t *outlen)
 			bad(p, "control character in string");
 			goto fail;
 		} else {
-			size_t k = utf8_seq(p->s + p->pos, end - p->pos);
+			size_t k = sbx_utf8_seq(p->s + p->pos, end - p->pos);
 			if (k == 0) {
 				bad(p, "invalid UTF-8");
 				goto fail;
@@ -476,6 +422,7 @@ void sbx_jw_reset(struct sbx_jw *w)
 	w->failed = 0;
 	w->depth = 0;
 	w->keyed = 0;
+	w->in_str = 0;
 	w->more[0] = 0;
 	if (w->buf != NULL)
 		w->buf[0] = 0;
@@ -519,6 +466,8 @@ static void put(struct sbx_jw *w, const void *s, size_t n)
  * comma, and at the top level there is only one. */
 static int begin_value(struct sbx_jw *w)
 {
+	if (w->in_str)
+		w->failed = 1;
 	if (w->failed)
 		return -1;
 	if (w->obj[w->depth]) {
@@ -537,37 +486,49 @@ static int begin_value(struct sbx_jw *w)
 	return 0;
 }
 
-static void put_string(struct sbx_jw *w, const uint8_t *s, size_t n)
+/* The inside of a string: JSON's own escapes, \u00XX for the other C0 controls, DEL and the
+ * C1 controls (U+0080-U+009F, which some terminals obey), valid UTF-8 as is, and U+FFFD for
+ * each byte that is not part of valid UTF-8, so the document is always valid JSON. */
+static void put_chars(struct sbx_jw *w, const uint8_t *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
 	static const char from[] = "\"\\\b\f\n\r\t", to[] = "\"\\bfnrt";
-	put(w, "\"", 1);
 	for (size_t i = 0; i < n && !w->failed;) {
 		uint8_t c = s[i];
 		const char *hit = c != 0 ? strchr(from, c) : NULL;
+		size_t k;
 		if (hit != NULL) {
 			char esc[2] = {'\\', to[hit - from]};
 			put(w, esc, 2);
 			i++;
-		} else if (c < 0x20) {
+		} else if (c < 0x20 || c == 0x7f) {
 			char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
 			put(w, esc, 6);
 			i++;
 		} else if (c < 0x80) {
-			size_t k = i + 1; /* a run of plain ASCII goes out in one copy */
-			while (k < n && s[k] >= 0x20 && s[k] < 0x80 && s[k] != '"' && s[k] != '\\')
+			k = i + 1; /* a run of plain ASCII goes out in one copy */
+			while (k < n && s[k] >= 0x20 && s[k] < 0x7f && s[k] != '"' && s[k] != '\\')
 				k++;
 			put(w, s + i, k - i);
 			i = k;
+		} else if ((k = sbx_utf8_seq(s + i, n - i)) == 0) {
+			put(w, "\xef\xbf\xbd", 3);
+			i++;
+		} else if (k == 2 && c == 0xc2 && s[i + 1] <= 0x9f) {
+			char esc[6] = {'\\', 'u', '0', '0', hex[s[i + 1] >> 4], hex[s[i + 1] & 15]};
+			put(w, esc, 6);
+			i += 2;
 		} else {
-			size_t k = utf8_seq(s + i, n - i);
-			if (k == 0)
-				put(w, "\xef\xbf\xbd", 3);
-			else
-				put(w, s + i, k);
-			i += k ? k : 1;
+			put(w, s + i, k);
+			i += k;
 		}
 	}
+}
+
+static void put_string(struct sbx_jw *w, const uint8_t *s, size_t n)
+{
+	put(w, "\"", 1);
+	put_chars(w, s, n);
 	put(w, "\"", 1);
 }
 
@@ -589,7 +550,7 @@ static void jw_close(struct sbx_jw *w, const char *c, int obj)
 {
 	if (w->failed)
 		return;
-	if (w->depth == 0 || w->obj[w->depth] != obj || w->keyed) {
+	if (w->in_str || w->depth == 0 || w->obj[w->depth] != obj || w->keyed) {
 		w->failed = 1;
 		return;
 	}
@@ -621,7 +582,7 @@ void sbx_jw_keyn(struct sbx_jw *w, const void *name, size_t len)
 {
 	if (w->failed)
 		return;
-	if (!w->obj[w->depth] || w->keyed) {
+	if (!w->obj[w->depth] || w->keyed || w->in_str) {
 		w->failed = 1;
 		return;
 	}
@@ -649,19 +610,16 @@ void sbx_jw_str(struct sbx_jw *w, const char *s)
 	sbx_jw_strn(w, s, strlen(s));
 }
 
-void sbx_jw_b64(struct sbx_jw *w, const void *bytes, size_t len)
+/* Base64 of bytes, without quotes. */
+static void put_b64(struct sbx_jw *w, const uint8_t *s, size_t len)
 {
-	const uint8_t *s = bytes;
-	if (begin_value(w) < 0)
-		return;
 	if (len / 3 >= SIZE_MAX / 4 - 2) {
 		w->failed = 1;
 		return;
 	}
-	if (reserve(w, (len + 2) / 3 * 4 + 2) < 0)
+	if (reserve(w, (len + 2) / 3 * 4) < 0)
 		return;
 	char *o = w->buf + w->len;
-	*o++ = '"';
 	for (size_t i = 0; i < len; i += 3) {
 		uint32_t v = (uint32_t)s[i] << 16;
 		if (i + 1 < len)
@@ -673,9 +631,48 @@ void sbx_jw_b64(struct sbx_jw *w, const void *bytes, size_t len)
 		*o++ = i + 1 < len ? b64_alphabet[v >> 6 & 63] : '=';
 		*o++ = i + 2 < len ? b64_alphabet[v & 63] : '=';
 	}
-	*o++ = '"';
 	*o = 0;
 	w->len = (size_t)(o - w->buf);
+}
+
+void sbx_jw_b64(struct sbx_jw *w, const void *bytes, size_t len)
+{
+	if (begin_value(w) < 0)
+		return;
+	put(w, "\"", 1);
+	put_b64(w, bytes, len);
+	put(w, "\"", 1);
+}
+
+void sbx_jw_str_begin(struct sbx_jw *w)
+{
+	if (begin_value(w) < 0)
+		return;
+	put(w, "\"", 1);
+	w->in_str = 1;
+}
+
+void sbx_jw_str_add(struct sbx_jw *w, const void *bytes, size_t len)
+{
+	if (!w->in_str)
+		w->failed = 1;
+	put_chars(w, bytes, len);
+}
+
+void sbx_jw_b64_add(struct sbx_jw *w, const void *bytes, size_t len)
+{
+	if (!w->in_str)
+		w->failed = 1;
+	if (!w->failed)
+		put_b64(w, bytes, len);
+}
+
+void sbx_jw_str_end(struct sbx_jw *w)
+{
+	if (!w->in_str)
+		w->failed = 1;
+	w->in_str = 0;
+	put(w, "\"", 1);
 }
 
 void sbx_jw_int(struct sbx_jw *w, int64_t v)
@@ -715,11 +712,51 @@ void sbx_jw_null(struct sbx_jw *w)
 
 const char *sbx_jw_text(const struct sbx_jw *w, size_t *len)
 {
-	if (w->failed || w->depth != 0 || !w->more[0])
+	if (w->failed || w->in_str || w->depth != 0 || !w->more[0])
 		return NULL;
 	if (len != NULL)
 		*len = w->len;
-	return w->buf;
+	return w->buf != NULL ? w->buf : "";
+}
+
+const char *sbx_jw_flush(struct sbx_jw *w, size_t *len)
+{
+	*len = 0;
+	if (w->failed)
+		return NULL;
+	*len = w->len;
+	w->len = 0; /* the bytes stay in buf until the next write */
+	return w->buf != NULL ? w->buf : "";
+}
+
+void sbx_jw_kstr(struct sbx_jw *w, const char *key, const char *s)
+{
+	sbx_jw_key(w, key);
+	sbx_jw_str(w, s);
+}
+
+void sbx_jw_kstrn(struct sbx_jw *w, const char *key, const void *bytes, size_t len)
+{
+	sbx_jw_key(w, key);
+	sbx_jw_strn(w, bytes, len);
+}
+
+void sbx_jw_kint(struct sbx_jw *w, const char *key, int64_t v)
+{
+	sbx_jw_key(w, key);
+	sbx_jw_int(w, v);
+}
+
+void sbx_jw_kbool(struct sbx_jw *w, const char *key, int b)
+{
+	sbx_jw_key(w, key);
+	sbx_jw_bool(w, b);
+}
+
+void sbx_jw_kdouble(struct sbx_jw *w, const char *key, double d)
+{
+	sbx_jw_key(w, key);
+	sbx_jw_double(w, d);
 }
 
 /* ---- base64 ---- */

@@ -77,7 +77,8 @@ struct sbx_jw {
 	size_t len, cap;
 	int failed;
 	int depth;
-	int keyed; /* a key awaits its value */
+	int keyed;  /* a key awaits its value */
+	int in_str; /* between sbx_jw_str_begin and sbx_jw_str_end */
 	unsigned char
 	        more[SBX_JSON_MAX_DEPTH + 1];      /* level holds a value: the next needs a comma */
 	unsigned char obj[SBX_JSON_MAX_DEPTH + 1]; /* level is an object */
@@ -95,21 +96,44 @@ void sbx_jw_arr_end(struct sbx_jw *w);
 void sbx_jw_key(struct sbx_jw *w, const char *name);
 void sbx_jw_keyn(struct sbx_jw *w, const void *name, size_t len);
 void sbx_jw_str(struct sbx_jw *w, const char *s);
-/* Arbitrary bytes as a string: valid UTF-8 passes through, control characters are escaped,
- * and each byte that is not part of valid UTF-8 becomes U+FFFD. Binary data that must survive
- * exactly goes through sbx_jw_b64 instead. */
+/* Arbitrary bytes as a string: valid UTF-8 passes through; C0 controls, DEL and C1 controls
+ * (U+0080-U+009F) are escaped (\n, \u001b, \u007f, \u009b...); each byte that is not part
+ * of valid UTF-8 becomes U+FFFD, so the document is valid JSON whatever the bytes. Binary data
+ * that must survive exactly goes through sbx_jw_b64 instead. */
 void sbx_jw_strn(struct sbx_jw *w, const void *bytes, size_t len);
 /* Bytes as a base64 string (standard alphabet, padded). */
 void sbx_jw_b64(struct sbx_jw *w, const void *bytes, size_t len);
+/* One string value written in parts, for text too large to hold at once: sbx_jw_str_begin,
+ * any number of sbx_jw_str_add (escaped as sbx_jw_strn; a part that ends inside a UTF-8
+ * sequence turns the cut bytes into U+FFFD, so end parts where sbx_utf8_cut_tail says) or
+ * sbx_jw_b64_add (base64; every part but the last a multiple of 3 bytes), then
+ * sbx_jw_str_end. Any other call in between is misuse. */
+void sbx_jw_str_begin(struct sbx_jw *w);
+void sbx_jw_str_add(struct sbx_jw *w, const void *bytes, size_t len);
+void sbx_jw_b64_add(struct sbx_jw *w, const void *bytes, size_t len);
+void sbx_jw_str_end(struct sbx_jw *w);
 void sbx_jw_int(struct sbx_jw *w, int64_t v);
 /* Shortest of %.15g..%.17g that reads back as d; non-finite d is misuse. */
 void sbx_jw_double(struct sbx_jw *w, double d);
 void sbx_jw_bool(struct sbx_jw *w, int b);
 void sbx_jw_null(struct sbx_jw *w);
 
+/* A member: sbx_jw_key then the value. */
+void sbx_jw_kstr(struct sbx_jw *w, const char *key, const char *s);
+void sbx_jw_kstrn(struct sbx_jw *w, const char *key, const void *bytes, size_t len);
+void sbx_jw_kint(struct sbx_jw *w, const char *key, int64_t v);
+void sbx_jw_kbool(struct sbx_jw *w, const char *key, int b);
+void sbx_jw_kdouble(struct sbx_jw *w, const char *key, double d);
+
 /* The finished document, NUL-terminated, without a trailing newline; NULL when the writer
  * failed or the document is incomplete (no value yet, or containers left open). */
 const char *sbx_jw_text(const struct sbx_jw *w, size_t *len);
+
+/* The bytes written since the start or the last flush, so a large document can leave in
+ * pieces (the caller writes them out at once: they are valid until the next call on w). The
+ * document's state is kept; sbx_jw_text then gives only what came after. NULL (and *len 0)
+ * when the writer failed. */
+const char *sbx_jw_flush(struct sbx_jw *w, size_t *len);
 
 /* Decodes standard padded base64 into a malloc'd buffer (*out, freed by the caller; never
  * NULL on success, even for empty input). Returns -1 for bad length, a character outside the

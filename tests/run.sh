@@ -115,6 +115,8 @@ cmocka "test_supervise (negative control, weak build)" confined env SBX_EXPECT_E
 	"$hostdir/tests/test_supervise"
 cmocka "test_hs (SandboxSession, channel loss)" confined "$hostdir/tests/test_hs"
 one "sbx session: supervision ops as JSON lines" confined "$top/tests/session_sup.sh" "$hostdir/sbx"
+checks "sbx output: nothing raw from an impersonated agent, bounded reads and capture" \
+	"$top/tests/cli_output.sh" "$hostdir/sbx"
 
 echo "== the host against an impersonated agent"
 checks "impersonated agent (tests/fake/agent.py) against the real host (confined)" \

@@ -457,6 +457,93 @@ static void writer_replaces_invalid_utf8(void **state)
 	}
 }
 
+/* C1 controls (U+0080-U+009F) and DEL are escaped like C0: some terminals obey them, and a
+ * JSON consumer that prints a value must not get them raw. Shown able to fail: before the
+ * shared escape the writer passed U+009B and DEL through (this test failed on \xc2\x9b). */
+static void writer_escapes_c1_and_del(void **state)
+{
+	(void)state;
+	struct sbx_jw w;
+	sbx_jw_init(&w);
+	sbx_jw_strn(&w, "\x1b[2J\x7f\xc2\x9b\xc2\x80\xc2\x9f\xc2\xa0\x9b\0", 15);
+	assert_string_equal(
+	        sbx_jw_text(&w, NULL),
+	        "\"\\u001b[2J\\u007f\\u009b\\u0080\\u009f\xc2\xa0\xef\xbf\xbd\\u0000\"");
+	struct sbx_json *j = parse_ok(sbx_jw_text(&w, NULL));
+	assert_int_equal(j->len, 17);
+	assert_memory_equal(j->str, "\x1b[2J\x7f\xc2\x9b\xc2\x80\xc2\x9f\xc2\xa0\xef\xbf\xbd\0",
+	                    17);
+	sbx_json_free(j);
+	sbx_jw_free(&w);
+}
+
+/* A string written in parts, flushed out piece by piece, gives the same document as one
+ * written whole; base64 parts of whole triples join into one encoding. */
+static void writer_parts_and_flush(void **state)
+{
+	(void)state;
+	static const char text[] = "h\xc3\xa9llo \x1b wor\xe2\x82\xacld";
+	struct sbx_jw whole, parts;
+	sbx_jw_init(&whole);
+	sbx_jw_init(&parts);
+	sbx_jw_obj_begin(&whole);
+	sbx_jw_kstr(&whole, "s", text);
+	sbx_jw_key(&whole, "b");
+	sbx_jw_b64(&whole, "abcdefgh", 8);
+	sbx_jw_kint(&whole, "n", 7);
+	sbx_jw_kbool(&whole, "t", 1);
+	sbx_jw_kdouble(&whole, "d", 0.5);
+	sbx_jw_obj_end(&whole);
+
+	char out[512];
+	size_t olen = 0, n;
+	const char *t;
+	sbx_jw_obj_begin(&parts);
+	sbx_jw_key(&parts, "s");
+	sbx_jw_str_begin(&parts);
+	size_t cuts[] = {0, 1, 3, 8, 11, sizeof text - 1};
+	for (size_t i = 0; i + 1 < sizeof cuts / sizeof cuts[0]; i++) {
+		sbx_jw_str_add(&parts, text + cuts[i], cuts[i + 1] - cuts[i]);
+		assert_null(sbx_jw_text(&parts, NULL)); /* inside a string: not a document */
+		t = sbx_jw_flush(&parts, &n);
+		assert_non_null(t);
+		memcpy(out + olen, t, n);
+		olen += n;
+	}
+	sbx_jw_str_end(&parts);
+	sbx_jw_key(&parts, "b");
+	sbx_jw_str_begin(&parts);
+	sbx_jw_b64_add(&parts, "abc", 3);
+	sbx_jw_b64_add(&parts, "def", 3);
+	sbx_jw_b64_add(&parts, "gh", 2);
+	sbx_jw_str_end(&parts);
+	sbx_jw_kint(&parts, "n", 7);
+	sbx_jw_kbool(&parts, "t", 1);
+	sbx_jw_kdouble(&parts, "d", 0.5);
+	sbx_jw_obj_end(&parts);
+	t = sbx_jw_text(&parts, &n);
+	assert_non_null(t);
+	memcpy(out + olen, t, n);
+	olen += n;
+	out[olen] = '\0';
+	assert_string_equal(out, sbx_jw_text(&whole, NULL));
+	sbx_jw_free(&whole);
+	sbx_jw_free(&parts);
+
+	/* Misuse: a value, key or end inside a string; an add outside one. */
+	struct sbx_jw w;
+	sbx_jw_init(&w);
+	sbx_jw_arr_begin(&w);
+	sbx_jw_str_begin(&w);
+	sbx_jw_int(&w, 1);
+	assert_true(w.failed);
+	sbx_jw_free(&w);
+	sbx_jw_arr_begin(&w);
+	sbx_jw_str_add(&w, "x", 1);
+	assert_true(w.failed);
+	sbx_jw_free(&w);
+}
+
 static void writer_misuse_fails(void **state)
 {
 	(void)state;
@@ -578,6 +665,8 @@ int main(void)
 	        cmocka_unit_test(truncated_at_every_byte),
 	        cmocka_unit_test(writer_round_trip),
 	        cmocka_unit_test(writer_replaces_invalid_utf8),
+	        cmocka_unit_test(writer_escapes_c1_and_del),
+	        cmocka_unit_test(writer_parts_and_flush),
 	        cmocka_unit_test(writer_misuse_fails),
 	        cmocka_unit_test(base64),
 	};
