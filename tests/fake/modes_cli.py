@@ -32,7 +32,7 @@ def mode_cli_errors(a):
         agent.respond(stream, err(2, EVIL, 5))
 
     for op in ("KIND", "STAT", "RESOLVE", "LANDS_CLEAR", "EXEC", "DOWNLOAD", "SUP_STATUS",
-               "SUP_READ", "SUP_RUN", "SUP_SIGNAL"):
+               "SUP_READ", "SUP_RUN", "SUP_SIGNAL", "AUTH", "SETUP"):
         a.handlers[OP[op]] = fail
 
 
