@@ -96,9 +96,21 @@ endif
 HOST_CFLAGS := $(WARN) -O2 -g -fPIC $(SANFLAGS) -Ishared -Iarchive -Ihost -Irunner \
 	-I$(SBX_CACHE)/host/include
 HOST_LDFLAGS := $(SANFLAGS)
-CLI_SRC := $(wildcard host/cli*.c)
-LIB_SRC := $(filter-out $(CLI_SRC),$(wildcard host/*.c)) $(wildcard shared/*.c) $(wildcard runner/*.c) \
-	$(wildcard archive/*.c)
+# The folder graph is one-way: cli -> runner -> libsbx (host/) -> shared, archive. The CLI sees
+# only the installed headers (PUBLIC_H, copied to $(H)/include/sbx): what any program of a
+# user's would see. docs/architecture.md draws it.
+CLI_SRC := $(wildcard host/cli/*.c)
+LIB_SRC := $(wildcard host/*.c) $(wildcard shared/*.c) $(wildcard runner/*.c) $(wildcard archive/*.c)
+PUBLIC_H := host/sbx.h host/json.h runner/sbx_runner.h shared/err.h shared/utf8.h shared/hex.h \
+	shared/arch.h
+PUBLIC_INC := $(H)/include/sbx
+PUBLIC_COPIES := $(addprefix $(PUBLIC_INC)/,$(notdir $(PUBLIC_H)))
+define public_copy
+$(PUBLIC_INC)/$(notdir $(1)): $(1)
+	@mkdir -p $$(@D)
+	$(Q)cp $$< $$@
+endef
+$(foreach h,$(PUBLIC_H),$(eval $(call public_copy,$(h))))
 LIB_OBJ := $(patsubst %.c,$(H)/obj/%.o,$(LIB_SRC))
 BEARSSL_HOST := $(SBX_CACHE)/host/lib/libbearssl.a
 # The host libarchive (tar formats only) needs nothing beyond libc.
@@ -125,6 +137,11 @@ $(H)/libsbx.so: $(LIB_OBJ) $(SBX_CACHE)/host/.stamp
 
 CLI_OBJ := $(patsubst %.c,$(H)/obj/%.o,$(CLI_SRC))
 
+$(H)/obj/host/cli/%.o: host/cli/%.c $(PUBLIC_COPIES)
+	@mkdir -p $(@D)
+	@echo "  CC cli $<"
+	$(Q)$(HOST_CC) $(WARN) -O2 -g $(SANFLAGS) -I$(PUBLIC_INC) -Ihost/cli -MMD -MP -c -o $@ $<
+
 $(H)/sbx: $(CLI_OBJ) $(H)/libsbx.a
 	@echo "  LD $@"
 	$(Q)$(HOST_CC) $(HOST_LDFLAGS) -o $@ $^
@@ -145,6 +162,13 @@ $(H)/tests/test_keeper: TEST_EXTRA := agent/keeper.c agent/resident.c
 $(H)/tests/test_keeper: agent/keeper.c agent/keeper.h agent/resident.c
 $(H)/tests/test_stdin: TEST_EXTRA := agent/stdin.c
 $(H)/tests/test_stdin: agent/stdin.c agent/stdin.h
+
+# The runner API's test sees only the installed headers, as a user's program would.
+$(H)/tests/test_runner_api: tests/unit/test_runner_api.c $(H)/libsbx.a $(PUBLIC_COPIES)
+	@mkdir -p $(@D)
+	@echo "  CC test $<"
+	$(Q)$(HOST_CC) $(WARN) -O2 -g $(SANFLAGS) -I$(PUBLIC_INC) -o $@ $< $(H)/libsbx.a \
+		$(HOST_LDFLAGS) -lcmocka
 
 $(H)/tests/%: tests/unit/%.c $(H)/libsbx.a
 	@mkdir -p $(@D)

@@ -106,11 +106,11 @@ int sbx_secret_forget(const char *identity, struct sbx_err *e)
 	return 0;
 }
 
-int sbx_session_trust_for(struct sbx_session *s, const char *spec, struct sbx_err *e)
+int sbx_session_trust_for(struct sbx_session *s, const char *spec, int boundary, struct sbx_err *e)
 {
 	uint8_t secret[SBX_SECRET_LEN];
 	int rc;
-	if (strcmp(spec, "local") == 0 || strncmp(spec, "qemu:", 5) == 0) {
+	if (!boundary) {
 		rc = getrandom(secret, sizeof secret, 0) == (ssize_t)sizeof secret
 		             ? sbx_session_trust(s, secret, SBX_TRUST_SESSION, e)
 		             : sbx_err_set(e, SBX_EUSAGE, errno, "getrandom");
@@ -133,4 +133,54 @@ int sbx_session_trust_for(struct sbx_session *s, const char *spec, struct sbx_er
 	}
 	memset(secret, 0, sizeof secret);
 	return rc;
+}
+
+int sbx_runkey_path(const char *channel, const char *session, char *out, size_t cap,
+                    struct sbx_err *e)
+{
+	char dir[4096];
+	if (sbx_keydir(dir, sizeof dir, e) != 0)
+		return -1;
+	struct sbx_sha256 h;
+	sbx_sha256_init(&h);
+	sbx_sha256_update(&h, channel, strlen(channel));
+	sbx_sha256_update(&h, "\n", 1);
+	sbx_sha256_update(&h, session, strlen(session));
+	uint8_t d[SBX_SHA256_LEN];
+	char hex[SBX_SHA256_HEX_LEN];
+	sbx_sha256_final(&h, d);
+	sbx_hex(d, 16, hex);
+	if ((size_t)snprintf(out, cap, "%s/%s.key", dir, hex) >= cap)
+		return sbx_err_set(e, SBX_EUSAGE, ENAMETOOLONG, "key path too long");
+	return 0;
+}
+
+int sbx_runkey_load(const char *path, uint8_t key[SBX_RUN_KEY_LEN], struct sbx_err *e)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return sbx_err_set(e, SBX_EUSAGE, errno, "key file %s", path);
+	ssize_t n = read(fd, key, SBX_RUN_KEY_LEN);
+	close(fd);
+	if (n != SBX_RUN_KEY_LEN)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "key file %s is not %d bytes", path,
+		                   SBX_RUN_KEY_LEN);
+	return 0;
+}
+
+int sbx_runkey_save(const char *path, const uint8_t key[SBX_RUN_KEY_LEN], struct sbx_err *e)
+{
+	unlink(path);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int ok = fd >= 0 && write(fd, key, SBX_RUN_KEY_LEN) == SBX_RUN_KEY_LEN;
+	int err = errno;
+	if (fd >= 0 && close(fd) != 0 && ok) {
+		ok = 0;
+		err = errno;
+	}
+	if (!ok) {
+		unlink(path);
+		return sbx_err_set(e, SBX_EUSAGE, err, "cannot write key file %s", path);
+	}
+	return 0;
 }

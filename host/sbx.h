@@ -2,7 +2,9 @@
  *
  * Every function that can fail returns 0 on success and -1 on failure, filling the caller's
  * struct sbx_err (class, errno, message; see shared/err.h). libsbx never prints, never writes
- * to stdout and never exits. */
+ * to stdout and never exits. The installed headers: this one; sbx_runner.h (creating, opening,
+ * listing and removing sandboxes of every runner kind); json.h (the JSON reader and writer the
+ * CLI uses); err.h, utf8.h (the terminal escape), hex.h and arch.h from shared/. */
 #ifndef SBX_H
 #define SBX_H
 
@@ -13,6 +15,13 @@
 
 /* libsbx's version, "MAJOR.MINOR.PATCH"; the same as the agent it was built with. */
 const char *sbx_version(void);
+
+/* CLOCK_MONOTONIC in nanoseconds: the clock of every deadline libsbx keeps. */
+int64_t sbx_now_ns(void);
+
+/* The channels of a command's output (sbx_output_fn). */
+#define SBX_STDOUT 1
+#define SBX_STDERR 2
 
 /* ---- agents ---------------------------------------------------------------------------- */
 
@@ -145,12 +154,20 @@ int sbx_secret_store(const char *identity, const uint8_t secret[SBX_SECRET_LEN],
 int sbx_secret_new(const char *identity, uint8_t secret[SBX_SECRET_LEN], struct sbx_err *e);
 int sbx_secret_forget(const char *identity, struct sbx_err *e);
 
-/* The trust a session opened for spec starts with ("local", "qemu:ARCH", a runner spec, or
- * "via:" and a --via line): local and qemu (the sandbox is this machine): a fresh secret for
- * this session only; any other: AUTH with the stored secret, or, when none is stored, a new
- * one given to the sandbox's keeper (trust on first use, at the first run) and stored once
- * the keeper took it. */
-int sbx_session_trust_for(struct sbx_session *s, const char *spec, struct sbx_err *e);
+/* A run's receipt key kept for later processes (sbx receipt, sbx stop): the file for a channel
+ * spec and a session folder in the key folder (named by a digest of both), and reading and
+ * writing one (0600, a fresh file each run). */
+int sbx_runkey_path(const char *channel, const char *session, char *out, size_t cap,
+                    struct sbx_err *e);
+int sbx_runkey_load(const char *path, uint8_t key[32], struct sbx_err *e);
+int sbx_runkey_save(const char *path, const uint8_t key[32], struct sbx_err *e);
+
+/* The trust a session opened for spec (its identity in the key store) starts with: without a
+ * boundary (local, qemu: the sandbox is this machine) a fresh secret for this session only;
+ * with one, AUTH with the stored secret, or, when none is stored, a new one given to the
+ * sandbox's keeper (trust on first use, at the first run) and stored once the keeper took it.
+ * sbx_open (sbx_runner.h) calls it with its runner's boundary. */
+int sbx_session_trust_for(struct sbx_session *s, const char *spec, int boundary, struct sbx_err *e);
 
 /* One ping round trip; *rtt_s receives its duration. */
 int sbx_ping(struct sbx_session *s, double *rtt_s, struct sbx_err *e);

@@ -843,6 +843,11 @@ const char *sbx_session_channel(const struct sbx_session *s)
 	return s->resident ? "resident" : s->life_in >= 0 ? "direct" : "exec";
 }
 
+int sbx_session_broken(const struct sbx_session *s)
+{
+	return s->broken;
+}
+
 void sbx_session_set_timeout(struct sbx_session *s, double seconds)
 {
 	if (seconds > 0)

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "arch.h"
-#include "session.h"
+#include "channel.h"
 
 /* Stdout carries the dialog's lines only; every other output goes to stderr or nowhere.
  * A file is written as NAME.PID first, run once with --version (a noexec folder or a

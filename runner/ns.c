@@ -28,8 +28,9 @@
 
 #include "arch.h"
 #include "procstat.h"
+#include "channel.h"
+#include "runner.h"
 #include "sbx.h"
-#include "session.h" /* sbx_keeper_setup_at */
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -1003,10 +1004,6 @@ int sbx_ns_remove(const char *name, struct sbx_err *e)
 		return -1;
 	if (st.state == SBX_NS_ABSENT)
 		return 0;
-	char id[80];
-	snprintf(id, sizeof id, "ns:%s", name);
-	if (sbx_secret_forget(id, e) != 0)
-		return -1;
 	if (st.state == SBX_NS_RUNNING && kill_init(s.pid, s.start, e) != 0)
 		return -1;
 	detach_mounts_under(st.dir);
@@ -1117,3 +1114,82 @@ int sbx_ns_argv(const char *name, char ***argv_template, struct sbx_err *e)
 	*argv_template = v;
 	return 0;
 }
+
+/* ---- the ns row of the runner table (sbx_runner.h) ---- */
+
+static int ns_parse(const struct sbx_runner_class *self, const char *arg, struct sbx_err *e)
+{
+	(void)self;
+	return arg == NULL ? sbx_err_set(e, SBX_EUSAGE, 0, "ns: needs a sandbox name")
+	                   : check_name(arg, e);
+}
+
+static int ns_open(const struct sbx_runner_class *self, const char *arg,
+                   const struct sbx_open_opts *o, struct sbx_session **s, struct sbx_err *e)
+{
+	(void)self;
+	char **tmpl;
+	if (sbx_ns_argv(arg, &tmpl, e) != 0)
+		return -1;
+	/* The agent injected into the sandbox's layer at create, or --agent's path inside it. */
+	int rc = sbx_runner_open_template((const char *const *)tmpl,
+	                                  o->agent != NULL ? o->agent : SBX_NS_AGENT, o, s, e);
+	sbx_words_free(tmpl);
+	return rc;
+}
+
+static int ns_create(const struct sbx_runner_class *self, const struct sbx_create_opts *o,
+                     char *arg_out, size_t cap, struct sbx_err *e)
+{
+	(void)self;
+	if (o->engine_args != NULL && o->engine_args[0] != NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "engine arguments are for podman and docker");
+	if (o->image == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "ns: create needs an image folder");
+	struct sbx_ns_opts no = {.arch = o->arch, .agent_dir = o->agent_dir, .agent = o->agent};
+	return sbx_ns_create(o->image, o->name, &no, arg_out, cap, e);
+}
+
+static int ns_status(const struct sbx_runner_class *self, const char *arg, struct sbx_sandbox *sb,
+                     struct sbx_err *e)
+{
+	(void)self;
+	memset(sb, 0, sizeof *sb);
+	struct sbx_ns_status st;
+	if (sbx_ns_status(arg, &st, e) != 0)
+		return -1;
+	snprintf(sb->spec, sizeof sb->spec, "ns:%s", arg);
+	sb->kind = "ns";
+	snprintf(sb->state, sizeof sb->state, "%s", sbx_ns_state_name(st.state));
+	sb->running = st.state == SBX_NS_RUNNING;
+	sb->pid = st.pid;
+	sb->created_ns = st.created_ns;
+	snprintf(sb->image, sizeof sb->image, "%.1023s", st.image);
+	snprintf(sb->arch, sizeof sb->arch, "%s", st.arch);
+	return 0;
+}
+
+static int ns_remove(const struct sbx_runner_class *self, const char *arg, struct sbx_err *e)
+{
+	(void)self;
+	return sbx_ns_remove(arg, e);
+}
+
+static int ns_list(const struct sbx_runner_class *self, struct sbx_sandbox **out, size_t *n,
+                   struct sbx_err *e)
+{
+	char **names;
+	size_t k;
+	if (sbx_ns_list(&names, &k, e) != 0)
+		return -1;
+	return sbx_runner_list_of(self, names, k, out, n, e);
+}
+
+const struct sbx_runner_class sbx_runner_ns = {.name = "ns",
+                                               .boundary = 1,
+                                               .parse = ns_parse,
+                                               .open = ns_open,
+                                               .create = ns_create,
+                                               .status = ns_status,
+                                               .remove = ns_remove,
+                                               .list = ns_list};

@@ -22,7 +22,7 @@
 #include "boot.h"
 #include "inject.h"
 #include "procstat.h"
-#include "session.h"
+#include "channel.h"
 #include "runner.h"
 
 #define ENGINE_TIMEOUT 120.0
@@ -393,9 +393,6 @@ int sbx_podman_remove(const char *engine, const char *name, struct sbx_err *e)
 	char p[PATH_MAX];
 	if (hint_path(engine, name, p, sizeof p) == 0)
 		unlink(p);
-	snprintf(p, sizeof p, "%s:%s", engine, name);
-	if (sbx_secret_forget(p, e) != 0)
-		return -1;
 	struct words v;
 	w_engine(&v, engine, 0, e);
 	w_add(&v, "rm");
@@ -863,7 +860,7 @@ int sbx_podman_open(const char *engine, const char *name, const char *agent_dir,
 		return 0;
 	}
 	snprintf(info->direct_error, sizeof info->direct_error, "%s", le.msg);
-	if (!(*s)->broken)
+	if (!sbx_session_broken(*s))
 		return 0;
 	/* Rare: the agent went silent on the direct socket. A new session, on the exec channel. */
 	sbx_session_close(*s);
@@ -946,3 +943,123 @@ static int open_exec(const char *engine, const char *name, const char *agent_dir
 	free(tmpl);
 	return rc;
 }
+
+/* ---- the podman and docker rows of the runner table (sbx_runner.h): one set of methods,
+ * the engine being the row's name ---- */
+
+static int engine_parse(const struct sbx_runner_class *self, const char *arg, struct sbx_err *e)
+{
+	return arg == NULL ? sbx_err_set(e, SBX_EUSAGE, 0, "%s: needs a container name", self->name)
+	                   : check_name(arg, e);
+}
+
+static int engine_open(const struct sbx_runner_class *self, const char *arg,
+                       const struct sbx_open_opts *o, struct sbx_session **s, struct sbx_err *e)
+{
+	if (o->agent == NULL)
+		return sbx_podman_open(self->name, arg, o->agent_dir,
+		                       o->timeout_s > 0 ? o->timeout_s : 30, !o->brief, s, NULL, e);
+	/* --agent: that path inside the container, as it is. */
+	char **tmpl;
+	if (sbx_podman_argv(self->name, arg, &tmpl, e) != 0)
+		return -1;
+	int rc = sbx_runner_open_template((const char *const *)tmpl, o->agent, o, s, e);
+	sbx_words_free(tmpl);
+	return rc;
+}
+
+static int engine_create(const struct sbx_runner_class *self, const struct sbx_create_opts *o,
+                         char *arg_out, size_t cap, struct sbx_err *e)
+{
+	if (o->image == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "%s: create needs an image or a .tar",
+		                   self->name);
+	struct sbx_podman_create_opts po = {.arch = o->arch,
+	                                    .agent_dir = o->agent_dir,
+	                                    .agent = o->agent,
+	                                    .extra = o->engine_args};
+	return sbx_podman_create(self->name, o->image, o->name, &po, arg_out, cap, e);
+}
+
+static int engine_status(const struct sbx_runner_class *self, const char *arg,
+                         struct sbx_sandbox *sb, struct sbx_err *e)
+{
+	memset(sb, 0, sizeof *sb);
+	struct sbx_podman_status st;
+	if (sbx_podman_status(self->name, arg, &st, e) != 0)
+		return -1;
+	snprintf(sb->spec, sizeof sb->spec, "%s:%s", self->name, arg);
+	sb->kind = self->name;
+	snprintf(sb->state, sizeof sb->state, "%s", st.exists ? st.state : "absent");
+	sb->running = st.exists && strcmp(st.state, "running") == 0;
+	sb->pid = sb->running ? pid_hint_read(self->name, arg) : 0;
+	snprintf(sb->image, sizeof sb->image, "%s", st.image);
+	const struct sbx_arch *a = st.arch[0] != '\0' ? arch_from_engine(st.arch) : NULL;
+	snprintf(sb->arch, sizeof sb->arch, "%s", a != NULL ? a->name : st.arch);
+	snprintf(sb->id, sizeof sb->id, "%s", st.id);
+	return 0;
+}
+
+static int engine_remove(const struct sbx_runner_class *self, const char *arg, struct sbx_err *e)
+{
+	return sbx_podman_remove(self->name, arg, e);
+}
+
+/* The containers sbx made: those with its sbx.agent label. */
+static int engine_list(const struct sbx_runner_class *self, struct sbx_sandbox **out, size_t *n,
+                       struct sbx_err *e)
+{
+	*out = NULL;
+	*n = 0;
+	struct words v;
+	w_engine(&v, self->name, 0, e);
+	w_add(&v, "ps");
+	w_add(&v, "-a");
+	w_add(&v, "--filter");
+	w_add(&v, "label=sbx.agent");
+	w_add(&v, "--format");
+	w_add(&v, "{{.Names}}");
+	struct sbx_proc_result r;
+	int ok;
+	if (run_engine(v.w, &r, &ok, e) != 0)
+		return -1;
+	if (!ok)
+		return engine_fail(&r, "ps", e);
+	char **names = NULL;
+	size_t k = 0;
+	for (char *line = r.output, *end; line != NULL && *line != '\0'; line = end) {
+		end = strchr(line, '\n');
+		if (end != NULL)
+			*end++ = '\0';
+		if (check_name(line, NULL) != 0)
+			continue;
+		char **g = realloc(names, (k + 1) * sizeof *g);
+		if (g == NULL || (g[k] = strdup(line)) == NULL) {
+			free(g != NULL ? g : names);
+			sbx_proc_result_free(&r);
+			return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "list");
+		}
+		names = g;
+		k++;
+	}
+	sbx_proc_result_free(&r);
+	return sbx_runner_list_of(self, names, k, out, n, e);
+}
+
+const struct sbx_runner_class sbx_runner_podman = {.name = "podman",
+                                                   .boundary = 1,
+                                                   .parse = engine_parse,
+                                                   .open = engine_open,
+                                                   .create = engine_create,
+                                                   .status = engine_status,
+                                                   .remove = engine_remove,
+                                                   .list = engine_list};
+
+const struct sbx_runner_class sbx_runner_docker = {.name = "docker",
+                                                   .boundary = 1,
+                                                   .parse = engine_parse,
+                                                   .open = engine_open,
+                                                   .create = engine_create,
+                                                   .status = engine_status,
+                                                   .remove = engine_remove,
+                                                   .list = engine_list};

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "boot.h"
+#include "runner.h"
 
 struct vec {
 	char **w;
@@ -233,3 +234,51 @@ int sbx_remote_open(const struct sbx_remote *rm, const char *agent_dir, double t
 		return -1;
 	return sbx_inject_open(&t, local, timeout_s, s, res, e);
 }
+
+/* ---- the kubectl and ssh rows of the runner table (sbx_runner.h) ---- */
+
+static int remote_parse(const struct sbx_runner_class *self, const char *arg, struct sbx_err *e)
+{
+	char spec[512];
+	struct sbx_remote rm;
+	if (arg == NULL ||
+	    (size_t)snprintf(spec, sizeof spec, "%s:%s", self->name, arg) >= sizeof spec)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "%s: needs a target", self->name);
+	if (sbx_remote_parse(spec, &rm, e) != 0)
+		return -1;
+	sbx_remote_free(&rm);
+	return 0;
+}
+
+static int remote_open(const struct sbx_runner_class *self, const char *arg,
+                       const struct sbx_open_opts *o, struct sbx_session **s, struct sbx_err *e)
+{
+	char spec[512];
+	snprintf(spec, sizeof spec, "%s:%s", self->name, arg);
+	struct sbx_remote rm;
+	if (sbx_remote_parse(spec, &rm, e) != 0)
+		return -1;
+	int rc;
+	if (o->agent == NULL) {
+		struct sbx_inject_result res;
+		rc = sbx_remote_open(&rm, o->agent_dir, o->timeout_s > 0 ? o->timeout_s : 30, s,
+		                     &res, e);
+	} else {
+		/* --agent: that path there, as it is; ssh hands the words to a shell, so it goes
+		 * quoted. */
+		char *quoted = rm.joined ? sbx_shell_quote(o->agent) : NULL;
+		rc = rm.joined && quoted == NULL
+		             ? sbx_err_set(e, SBX_EUSAGE, ENOMEM, "runner")
+		             : sbx_runner_open_template((const char *const *)rm.tmpl,
+		                                        rm.joined ? quoted : o->agent, o, s, e);
+		free(quoted);
+	}
+	sbx_remote_free(&rm);
+	return rc;
+}
+
+const struct sbx_runner_class sbx_runner_kubectl = {
+        .name = "kubectl", .boundary = 1, .parse = remote_parse, .open = remote_open};
+
+const struct sbx_runner_class sbx_runner_ssh = {
+        .name = "ssh", .boundary = 1, .parse = remote_parse, .open = remote_open};

@@ -1,42 +1,274 @@
-/* Runner specs to channel argv templates: local, qemu:ARCH, ns:NAME, podman:NAME,
- * docker:NAME, kubectl:POD[/C][@NS], ssh:[USER@]HOST[:PORT], and --via command lines. */
-#include "runner.h"
+/* The runner table (sbx_runner.h): one row per kind, each row defined in its own file (local,
+ * qemu and via here, ns in ns.c, podman and docker in podman.c, kubectl and ssh in remote.c),
+ * and the calls that pick a row by spec. */
+#include "sbx_runner.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arch.h"
-#include "ns.h"
-#include "podman.h"
-#include "remote.h"
-#include "sbx.h"
+#include "runner.h"
 
-static void free_words(char **w)
+const struct sbx_runner_class *const sbx_runner_classes[] = {
+        &sbx_runner_local,  &sbx_runner_qemu,   &sbx_runner_ns,
+        &sbx_runner_podman, &sbx_runner_docker, &sbx_runner_kubectl,
+        &sbx_runner_ssh,    &sbx_runner_via,    NULL,
+};
+
+const struct sbx_runner_class *sbx_runner_class_of(const char *spec, const char **arg,
+                                                   struct sbx_err *e)
+{
+	const char *colon = strchr(spec, ':');
+	size_t n = colon != NULL ? (size_t)(colon - spec) : strlen(spec);
+	for (const struct sbx_runner_class *const *c = sbx_runner_classes; *c != NULL; c++)
+		if (strlen((*c)->name) == n && strncmp((*c)->name, spec, n) == 0) {
+			*arg = colon != NULL ? colon + 1 : NULL;
+			return *c;
+		}
+	sbx_err_set(e, SBX_EUSAGE, 0,
+	            "unknown runner '%s' (this build has: local, qemu:ARCH, ns:NAME, podman:NAME, "
+	            "docker:NAME, kubectl:POD[/CONTAINER][@NAMESPACE], ssh:[USER@]HOST[:PORT], "
+	            "via:COMMAND)",
+	            spec);
+	return NULL;
+}
+
+/* The class and its arg, parsed; NULL with *e. */
+static const struct sbx_runner_class *parsed(const char *spec, const char **arg, struct sbx_err *e)
+{
+	const struct sbx_runner_class *c = sbx_runner_class_of(spec, arg, e);
+	if (c != NULL && c->parse(c, *arg, e) != 0)
+		return NULL;
+	return c;
+}
+
+int sbx_open(const char *spec, const struct sbx_open_opts *o, struct sbx_session **s,
+             struct sbx_err *e)
+{
+	*s = NULL;
+	struct sbx_open_opts def = {0};
+	const char *arg;
+	const struct sbx_runner_class *c = parsed(spec, &arg, e);
+	if (c == NULL || c->open(c, arg, o != NULL ? o : &def, s, e) != 0)
+		return -1;
+	if (o != NULL && o->timeout_s > 0)
+		sbx_session_set_timeout(*s, o->timeout_s);
+	/* Started, not waited for: only supervision needs it, and says why when it is missing. */
+	struct sbx_err te;
+	sbx_session_trust_for(*s, spec, c->boundary, &te);
+	return 0;
+}
+
+int sbx_sandbox_create(const char *kind, const struct sbx_create_opts *o, char *spec_out,
+                       size_t cap, struct sbx_err *e)
+{
+	const char *arg;
+	const struct sbx_runner_class *c = sbx_runner_class_of(kind, &arg, e);
+	if (c == NULL)
+		return -1;
+	if (c->create == NULL || arg != NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "the %s runner does not create sandboxes%s",
+		                   c->name, arg != NULL ? " (give the kind alone)" : "");
+	char made[128];
+	if (c->create(c, o, made, sizeof made, e) != 0)
+		return -1;
+	if ((size_t)snprintf(spec_out, cap, "%s:%s", c->name, made) >= cap)
+		return sbx_err_set(e, SBX_EUSAGE, ENAMETOOLONG, "spec");
+	return 0;
+}
+
+int sbx_sandbox_status(const char *spec, struct sbx_sandbox *sb, struct sbx_err *e)
+{
+	memset(sb, 0, sizeof *sb);
+	const char *arg;
+	const struct sbx_runner_class *c = parsed(spec, &arg, e);
+	if (c == NULL)
+		return -1;
+	if (c->status == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "the %s runner cannot say what its sandbox is",
+		                   c->name);
+	return c->status(c, arg, sb, e);
+}
+
+int sbx_sandbox_remove(const char *spec, struct sbx_err *e)
+{
+	const char *arg;
+	const struct sbx_runner_class *c = parsed(spec, &arg, e);
+	if (c == NULL)
+		return -1;
+	if (c->remove == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "the %s runner does not remove sandboxes",
+		                   c->name);
+	if (c->remove(c, arg, e) != 0)
+		return -1;
+	/* Its secret goes with it: a sandbox made later under the name is another one. */
+	return sbx_secret_forget(spec, e);
+}
+
+int sbx_sandbox_list(const char *kind, struct sbx_sandbox **out, size_t *n, struct sbx_err *e)
+{
+	*out = NULL;
+	*n = 0;
+	for (const struct sbx_runner_class *const *c = sbx_runner_classes; *c != NULL; c++) {
+		if ((kind != NULL && strcmp(kind, (*c)->name) != 0) || (*c)->list == NULL)
+			continue;
+		struct sbx_sandbox *v;
+		size_t k;
+		if ((*c)->list(*c, &v, &k, e) != 0) {
+			free(*out);
+			*out = NULL;
+			*n = 0;
+			return -1;
+		}
+		struct sbx_sandbox *all = realloc(*out, (*n + k + 1) * sizeof *all);
+		if (all == NULL) {
+			free(v);
+			return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "list");
+		}
+		if (k > 0)
+			memcpy(all + *n, v, k * sizeof *v);
+		free(v);
+		*out = all;
+		*n += k;
+	}
+	if (kind != NULL && *out == NULL) {
+		const char *arg;
+		if (sbx_runner_class_of(kind, &arg, e) == NULL)
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- helpers for the classes (runner.h) ---- */
+
+int sbx_runner_open_template(const char *const *tmpl, const char *agent,
+                             const struct sbx_open_opts *o, struct sbx_session **s,
+                             struct sbx_err *e)
+{
+	return sbx_session_open(s, (char *const *)tmpl, agent, o->timeout_s > 0 ? o->timeout_s : 30,
+	                        e);
+}
+
+int sbx_runner_list_of(const struct sbx_runner_class *self, char **names, size_t k,
+                       struct sbx_sandbox **out, size_t *n, struct sbx_err *e)
+{
+	*out = calloc(k ? k : 1, sizeof **out);
+	*n = 0;
+	int rc = *out != NULL ? 0 : sbx_err_set(e, SBX_EUSAGE, ENOMEM, "list");
+	for (size_t i = 0; i < k; i++) {
+		struct sbx_err ignored;
+		/* Gone while listed: left out. */
+		if (rc == 0 && self->status(self, names[i], &(*out)[*n], &ignored) == 0 &&
+		    strcmp((*out)[*n].state, "absent") != 0)
+			(*n)++;
+		free(names[i]);
+	}
+	free(names);
+	return rc;
+}
+
+/* ---- local: the agent as a process of this machine ---- */
+
+static int local_parse(const struct sbx_runner_class *self, const char *arg, struct sbx_err *e)
+{
+	(void)self;
+	return arg == NULL ? 0 : sbx_err_set(e, SBX_EUSAGE, 0, "the local runner takes no name");
+}
+
+static int local_open(const struct sbx_runner_class *self, const char *arg,
+                      const struct sbx_open_opts *o, struct sbx_session **s, struct sbx_err *e)
+{
+	(void)self, (void)arg;
+	char path[PATH_MAX];
+	const char *agent = o->agent;
+	if (agent == NULL) {
+		if (sbx_agent_path(o->agent_dir, sbx_arch_self(), path, sizeof path, e) != 0)
+			return -1;
+		agent = path;
+	}
+	const char *tmpl[] = {"{agent}", "serve", NULL};
+	return sbx_runner_open_template(tmpl, agent, o, s, e);
+}
+
+const struct sbx_runner_class sbx_runner_local = {
+        .name = "local", .boundary = 0, .parse = local_parse, .open = local_open};
+
+/* ---- qemu:ARCH: a foreign architecture's agent under qemu-ARCH-static ---- */
+
+static int qemu_parse(const struct sbx_runner_class *self, const char *arg, struct sbx_err *e)
+{
+	(void)self;
+	return arg != NULL && sbx_arch_by_name(arg) != NULL
+	               ? 0
+	               : sbx_err_set(e, SBX_EUSAGE, 0, "unknown architecture in runner 'qemu:%s'",
+	                             arg != NULL ? arg : "");
+}
+
+static int qemu_open(const struct sbx_runner_class *self, const char *arg,
+                     const struct sbx_open_opts *o, struct sbx_session **s, struct sbx_err *e)
+{
+	(void)self;
+	const struct sbx_arch *a = sbx_arch_by_name(arg);
+	char path[PATH_MAX];
+	const char *agent = o->agent;
+	if (agent == NULL) {
+		if (sbx_agent_path(o->agent_dir, a->name, path, sizeof path, e) != 0)
+			return -1;
+		agent = path;
+	}
+	const char *tmpl[] = {a->qemu, "{agent}", "serve", NULL};
+	return sbx_runner_open_template(tmpl, agent, o, s, e);
+}
+
+const struct sbx_runner_class sbx_runner_qemu = {
+        .name = "qemu", .boundary = 0, .parse = qemu_parse, .open = qemu_open};
+
+/* ---- via:COMMAND: any exec channel, {agent} the --agent path ---- */
+
+static int via_parse(const struct sbx_runner_class *self, const char *arg, struct sbx_err *e)
+{
+	(void)self;
+	return arg != NULL && arg[0] != '\0'
+	               ? 0
+	               : sbx_err_set(e, SBX_EUSAGE, 0, "via: needs a command line");
+}
+
+static int via_open(const struct sbx_runner_class *self, const char *arg,
+                    const struct sbx_open_opts *o, struct sbx_session **s, struct sbx_err *e)
+{
+	(void)self;
+	char **words;
+	if (sbx_split_words(arg, &words, e) != 0)
+		return -1;
+	int needs_agent = 0;
+	for (char **w = words; *w != NULL; w++)
+		needs_agent |= strstr(*w, "{agent}") != NULL;
+	int rc = needs_agent && o->agent == NULL
+	                 ? sbx_err_set(e, SBX_EUSAGE, 0,
+	                               "--via uses {agent}: say where the agent is with --agent "
+	                               "PATH")
+	                 : sbx_runner_open_template((const char *const *)words,
+	                                            o->agent != NULL ? o->agent : "", o, s, e);
+	sbx_words_free(words);
+	return rc;
+}
+
+/* A channel sbx knows nothing about: its sandbox is not taken for this machine. */
+const struct sbx_runner_class sbx_runner_via = {
+        .name = "via", .boundary = 1, .parse = via_parse, .open = via_open};
+
+/* ---- words ---- */
+
+void sbx_words_free(char **w)
 {
 	if (w == NULL)
 		return;
 	for (char **p = w; *p != NULL; p++)
 		free(*p);
 	free(w);
-}
-
-void sbx_runner_free(struct sbx_runner *r)
-{
-	free_words(r->argv);
-	free(r->agent);
-	sbx_session_close(r->session);
-	r->argv = NULL;
-	r->agent = NULL;
-	r->session = NULL;
-}
-
-struct sbx_session *sbx_runner_take_session(struct sbx_runner *r)
-{
-	struct sbx_session *s = r->session;
-	r->session = NULL;
-	return s;
 }
 
 int sbx_split_words(const char *line, char ***words, struct sbx_err *e)
@@ -85,7 +317,7 @@ int sbx_split_words(const char *line, char ***words, struct sbx_err *e)
 		word[len] = '\0';
 		if ((out[n++] = strdup(word)) == NULL) {
 			free(word);
-			free_words(out);
+			sbx_words_free(out);
 			return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "splitting '%s'", line);
 		}
 	}
@@ -98,142 +330,6 @@ int sbx_split_words(const char *line, char ***words, struct sbx_err *e)
 	return 0;
 unbalanced:
 	free(word);
-	free_words(out);
+	sbx_words_free(out);
 	return sbx_err_set(e, SBX_EUSAGE, 0, "unbalanced quote in '%s'", line);
-}
-
-static int set(struct sbx_runner *r, const char *const *words, const char *agent, struct sbx_err *e)
-{
-	size_t n = 0;
-	while (words[n] != NULL)
-		n++;
-	r->argv = calloc(n + 1, sizeof *r->argv);
-	r->agent = strdup(agent);
-	int ok = r->argv != NULL && r->agent != NULL;
-	for (size_t i = 0; ok && i < n; i++)
-		ok = (r->argv[i] = strdup(words[i])) != NULL;
-	if (!ok) {
-		sbx_runner_free(r);
-		return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "runner");
-	}
-	return 0;
-}
-
-int sbx_runner_from_spec(const char *spec, const char *agent_dir, const char *agent,
-                         struct sbx_runner *r, struct sbx_err *e)
-{
-	return sbx_runner_from_spec_ex(spec, agent_dir, agent, SBX_RUNNER_DIRECT_ASK, r, e);
-}
-
-int sbx_runner_from_spec_ex(const char *spec, const char *agent_dir, const char *agent,
-                            unsigned flags, struct sbx_runner *r, struct sbx_err *e)
-{
-	r->argv = NULL;
-	r->agent = NULL;
-	r->session = NULL;
-	char path[PATH_MAX];
-	if (strcmp(spec, "local") == 0) {
-		if (agent == NULL) {
-			if (sbx_agent_path(agent_dir, sbx_arch_self(), path, sizeof path, e) != 0)
-				return -1;
-			agent = path;
-		}
-		const char *words[] = {"{agent}", "serve", NULL};
-		return set(r, words, agent, e);
-	}
-	if (strncmp(spec, "qemu:", 5) == 0) {
-		const struct sbx_arch *a = sbx_arch_by_name(spec + 5);
-		if (a == NULL)
-			return sbx_err_set(e, SBX_EUSAGE, 0, "unknown architecture in runner '%s'",
-			                   spec);
-		if (agent == NULL) {
-			if (sbx_agent_path(agent_dir, a->name, path, sizeof path, e) != 0)
-				return -1;
-			agent = path;
-		}
-		const char *words[] = {a->qemu, "{agent}", "serve", NULL};
-		return set(r, words, agent, e);
-	}
-	if (strncmp(spec, "ns:", 3) == 0) {
-		/* The agent is the one injected into the sandbox's layer at create; --agent
-		 * names another path inside the sandbox. */
-		char **words;
-		if (sbx_ns_argv(spec + 3, &words, e) != 0)
-			return -1;
-		int rc =
-		        set(r, (const char *const *)words, agent != NULL ? agent : SBX_NS_AGENT, e);
-		free_words(words);
-		return rc;
-	}
-	if (strncmp(spec, "podman:", 7) == 0 || strncmp(spec, "docker:", 7) == 0) {
-		char engine[8];
-		memcpy(engine, spec, 6);
-		engine[6] = '\0';
-		char **words;
-		if (sbx_podman_argv(engine, spec + 7, &words, e) != 0)
-			return -1;
-		struct sbx_podman_inject info;
-		struct sbx_session *s = NULL;
-		int rc = agent != NULL ? 0
-		                       : sbx_podman_open(engine, spec + 7, agent_dir, 30.0,
-		                                         (flags & SBX_RUNNER_DIRECT_ASK) != 0, &s,
-		                                         &info, e);
-		if (rc == 0)
-			rc = set(r, (const char *const *)words, agent != NULL ? agent : info.path,
-			         e);
-		free_words(words);
-		if (rc != 0)
-			sbx_session_close(s);
-		else
-			r->session = s;
-		return rc;
-	}
-	if (strncmp(spec, "kubectl:", 8) == 0 || strncmp(spec, "ssh:", 4) == 0) {
-		struct sbx_remote rm;
-		if (sbx_remote_parse(spec, &rm, e) != 0)
-			return -1;
-		struct sbx_inject_result res;
-		struct sbx_session *s = NULL;
-		int rc = agent != NULL ? 0 : sbx_remote_open(&rm, agent_dir, 30.0, &s, &res, e);
-		/* ssh hands the remote words to a shell: {agent} becomes the quoted path. */
-		const char *path = agent != NULL ? agent : res.path;
-		char *quoted = rc == 0 && rm.joined ? sbx_shell_quote(path) : NULL;
-		if (rc == 0 && rm.joined && quoted == NULL)
-			rc = sbx_err_set(e, SBX_EUSAGE, ENOMEM, "runner");
-		if (rc == 0)
-			rc = set(r, (const char *const *)rm.tmpl, rm.joined ? quoted : path, e);
-		free(quoted);
-		sbx_remote_free(&rm);
-		if (rc != 0)
-			sbx_session_close(s);
-		else
-			r->session = s;
-		return rc;
-	}
-	return sbx_err_set(e, SBX_EUSAGE, 0,
-	                   "unknown runner '%s' (this build has: local, qemu:ARCH, ns:NAME, "
-	                   "podman:NAME, docker:NAME, kubectl:POD[/CONTAINER][@NAMESPACE], "
-	                   "ssh:[USER@]HOST[:PORT]; or --via)",
-	                   spec);
-}
-
-int sbx_runner_from_via(const char *via, const char *agent, struct sbx_runner *r, struct sbx_err *e)
-{
-	r->argv = NULL;
-	r->agent = NULL;
-	r->session = NULL;
-	char **words;
-	if (sbx_split_words(via, &words, e) != 0)
-		return -1;
-	int needs_agent = 0;
-	for (char **w = words; *w != NULL; w++)
-		needs_agent |= strstr(*w, "{agent}") != NULL;
-	if (needs_agent && agent == NULL) {
-		free_words(words);
-		return sbx_err_set(e, SBX_EUSAGE, 0,
-		                   "--via uses {agent}: say where the agent is with --agent PATH");
-	}
-	int rc = set(r, (const char *const *)words, agent != NULL ? agent : "", e);
-	free_words(words);
-	return rc;
 }

@@ -10,6 +10,8 @@
 #include <bearssl_hash.h>
 #include <bearssl_hmac.h>
 
+#include "hex.h" /* sbx_hex */
+
 #define SBX_SHA256_LEN 32
 #define SBX_SHA256_HEX_LEN 65 /* 64 hex digits and a NUL */
 
@@ -60,9 +62,6 @@ void sbx_hmac_sha256(const void *key, size_t key_len, const void *data, size_t l
  * says which path the next sbx_sha256_init() takes (1: SHA extensions). */
 void sbx_sha256_force_portable(int on);
 int sbx_sha256_is_fast(void);
-
-/* Lower-case hex of n bytes into out (2n+1 bytes, NUL-terminated). */
-void sbx_hex(const uint8_t *bytes, size_t n, char *out);
 
 /* Compares two digests in time independent of where they differ; returns 1 when equal. */
 int sbx_digest_equal(const uint8_t a[SBX_SHA256_LEN], const uint8_t b[SBX_SHA256_LEN]);

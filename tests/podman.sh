@@ -81,7 +81,7 @@ for img in busybox-x86_64 debian-x86_64 noshell-x86_64; do
 	n=$p-${img%%-*}
 	[ "$("$sbx" sandbox create --runner podman --image "$w/$p-$img.tar" --name "$n")" = "podman:$n" ] ||
 		die "$img: create"
-	"$sbx" sandbox status "podman:$n" | grep -q "^podman:$n running arch x86_64 " || die "$img: status"
+	"$sbx" sandbox status "podman:$n" | grep -qE "^podman:$n running( pid [0-9]+)? arch x86_64 " || die "$img: status"
 	ok "$img: imported as sbx-$p-$img, container $n created and running (init is the agent)"
 	L "$n" hello >"$w/hello" || die "$img: hello"
 	grep -qx "sha256 $sha" "$w/hello" || die "$img: HELLO's sha256 is not the local agent's: $(cat "$w/hello")"

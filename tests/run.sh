@@ -61,6 +61,7 @@ one "make with no target builds everything (.DEFAULT_GOAL all)" sh -c \
 	"make -C '$top' -n -p 2>/dev/null | grep -qx '.DEFAULT_GOAL := all'"
 
 one "docs/protocol.md names every frame type, tag and op of shared/proto.h" "$top/tests/docs_check.sh"
+one "the folder graph is one-way: cli -> runner -> libsbx -> shared, archive (includes)" "$top/tests/layering.sh"
 
 echo "== unit tests (cmocka)"
 export SBX_AGENT_DIR="$top/build/agent" SBX_FAKE_AGENT="$top/tests/fake/agent.py"

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "bench_clock.h"
-#include "runner.h"
+#include "sbx_runner.h"
 #include "sbx.h"
 
 int main(int argc, char **argv)
@@ -21,17 +21,9 @@ int main(int argc, char **argv)
 	if (n < 1 || n > 10000000)
 		n = 1000;
 	struct sbx_err e;
-	struct sbx_runner r;
-	char dir[4096];
-	if (sbx_agent_dir(dir, sizeof dir, &e) != 0 ||
-	    sbx_runner_from_spec(argv[1], dir, NULL, &r, &e) != 0) {
+	struct sbx_session *s;
+	if (sbx_open(argv[1], NULL, &s, &e) != 0) {
 		fprintf(stderr, "bench_probe: %s\n", e.msg);
-		return 1;
-	}
-	struct sbx_session *s = sbx_runner_take_session(&r);
-	if (s == NULL && sbx_session_open(&s, r.argv, r.agent, 30, &e) != 0) {
-		fprintf(stderr, "bench_probe: %s\n", e.msg);
-		sbx_runner_free(&r);
 		return 1;
 	}
 	double *t = malloc((size_t)n * sizeof *t), sum = 0;
@@ -53,6 +45,5 @@ int main(int argc, char **argv)
 	}
 	free(t);
 	sbx_session_close(s);
-	sbx_runner_free(&r);
 	return bad;
 }

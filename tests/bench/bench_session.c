@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "bench_clock.h"
-#include "runner.h"
+#include "sbx_runner.h"
 #include "sbx.h"
 
 struct pct {
@@ -84,16 +84,14 @@ static struct pct floor_pingpong(int other_cpu, int n)
 
 static struct sbx_session *open_spec(const char *spec)
 {
-	struct sbx_runner r;
 	struct sbx_err e;
 	const char *dir = getenv("SBX_AGENT_DIR");
 	struct sbx_session *s;
-	if (sbx_runner_from_spec(spec, dir ? dir : "build/agent", NULL, &r, &e) != 0 ||
-	    sbx_session_open(&s, r.argv, r.agent, 30, &e) != 0) {
+	struct sbx_open_opts o = {.agent_dir = dir ? dir : "build/agent"};
+	if (sbx_open(spec, &o, &s, &e) != 0) {
 		fprintf(stderr, "bench: %s: %s\n", spec, e.msg);
 		exit(1);
 	}
-	sbx_runner_free(&r);
 	return s;
 }
 

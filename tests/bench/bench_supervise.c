@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "bench_clock.h"
-#include "runner.h"
+#include "sbx_runner.h"
 #include "sbx.h"
 
 static void die(const char *what, const struct sbx_err *e)
@@ -53,14 +53,11 @@ int main(int argc, char **argv)
 	const char *adir = getenv("SBX_AGENT_DIR"), *hdir = getenv("SBX_HARNESS_DIR");
 	if (adir == NULL || hdir == NULL)
 		die("set SBX_AGENT_DIR and SBX_HARNESS_DIR", NULL);
-	struct sbx_runner r;
 	struct sbx_err e;
 	struct sbx_session *s;
-	if (sbx_runner_from_spec("local", adir, NULL, &r, &e) != 0 ||
-	    sbx_session_open(&s, r.argv, r.agent, 30, &e) != 0 ||
-	    sbx_session_trust_for(s, "local", &e) != 0)
+	struct sbx_open_opts oo = {.agent_dir = adir};
+	if (sbx_open("local", &oo, &s, &e) != 0)
 		die("session", &e);
-	sbx_runner_free(&r);
 	char base[] = "/tmp/sbx-bench-sup-XXXXXX";
 	if (mkdtemp(base) == NULL)
 		die("mkdtemp", NULL);

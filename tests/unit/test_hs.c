@@ -15,21 +15,18 @@
 
 #include <cmocka.h>
 
-#include "runner.h"
+#include "sbx_runner.h"
 #include "sbx.h"
 
 static char base[PATH_MAX];
 
 static struct sbx_session *open_local(void)
 {
-	struct sbx_runner r;
 	struct sbx_err e;
 	struct sbx_session *s;
-	if (sbx_runner_from_spec("local", getenv("SBX_AGENT_DIR"), NULL, &r, &e) != 0 ||
-	    sbx_session_open(&s, r.argv, r.agent, 30, &e) != 0 ||
-	    sbx_session_trust_for(s, "local", &e) != 0)
+	struct sbx_open_opts o = {.agent_dir = getenv("SBX_AGENT_DIR")};
+	if (sbx_open("local", &o, &s, &e) != 0)
 		fail_msg("session: %s", e.msg);
-	sbx_runner_free(&r);
 	return s;
 }
 

@@ -22,7 +22,7 @@
 #include "frame.h"
 #include "msg.h"
 #include "proto.h"
-#include "runner.h"
+#include "sbx_runner.h"
 #include "sbx.h"
 
 static char tmpdir[PATH_MAX];
@@ -39,15 +39,12 @@ static struct sbx_session *open_runner(void)
 {
 	const char *spec = getenv("SBX_TEST_RUNNER");
 	const char *dir = getenv("SBX_AGENT_DIR");
-	struct sbx_runner r;
 	struct sbx_err e;
 	assert_non_null(dir);
-	if (sbx_runner_from_spec(spec ? spec : "local", dir, NULL, &r, &e) != 0)
-		fail_msg("runner: %s", e.msg);
 	struct sbx_session *s;
-	if (sbx_session_open(&s, r.argv, r.agent, 30, &e) != 0)
+	struct sbx_open_opts o = {.agent_dir = dir};
+	if (sbx_open(spec ? spec : "local", &o, &s, &e) != 0)
 		fail_msg("open: %s", e.msg);
-	sbx_runner_free(&r);
 	return s;
 }
 
@@ -58,11 +55,10 @@ static int open_via(const char *via, double timeout, struct sbx_session **s, str
 	struct sbx_err e2;
 	assert_int_equal(
 	        sbx_agent_path(getenv("SBX_AGENT_DIR"), "x86_64", agent, sizeof agent, &e2), 0);
-	struct sbx_runner r;
-	assert_int_equal(sbx_runner_from_via(via, agent, &r, &e2), 0);
-	int rc = sbx_session_open(s, r.argv, r.agent, timeout, e);
-	sbx_runner_free(&r);
-	return rc;
+	char spec[1024];
+	snprintf(spec, sizeof spec, "via:%s", via);
+	struct sbx_open_opts o = {.agent = agent, .timeout_s = timeout};
+	return sbx_open(spec, &o, s, e);
 }
 
 static int setup(void **state)

@@ -20,11 +20,8 @@
 
 #include "cli.h"
 #include "arch.h"
-#include "digest.h"
-#include "session.h"
-#include "ns.h"
-#include "podman.h"
-#include "runner.h"
+#include "hex.h"
+#include "sbx_runner.h"
 
 struct phase {
 	const char *name;
@@ -33,10 +30,10 @@ struct phase {
 
 struct rollout {
 	const char *task, *image, *verifier_image, *user, *out_arg;
-	int podman; /* --runner podman: containers instead of namespace sandboxes */
+	const char *kind; /* --runner KIND: the kind of both sandboxes (default ns) */
 	double timeout, verify_timeout;
 	char out[PATH_MAX + 64];
-	char agent_sb[64], verifier_sb[64];
+	char agent_sb[192], verifier_sb[192]; /* specs */
 	struct phase phases[16];
 	int nphases;
 	double t0;
@@ -70,58 +67,24 @@ static void phase(struct rollout *r, const char *name)
 		cli_fprintf(stderr, "  %-28s %8.3f s\n", name, r->phases[r->nphases - 1].seconds);
 }
 
-/* The two kinds of sandbox a rollout can use: ns (the default) and podman. */
-static int sb_create(const struct rollout *r, const char *image, char *name, size_t cap,
+/* The sandboxes of an episode: of any kind that creates them (sbx_runner.h), named by spec. */
+static int sb_create(const struct rollout *r, const char *image, char *spec, size_t cap,
                      struct sbx_err *e)
 {
-	if (r->podman) {
-		struct sbx_podman_create_opts po = {0};
-		return sbx_podman_create("podman", image, NULL, &po, name, cap, e);
-	}
-	struct sbx_ns_opts no = {0};
-	return sbx_ns_create(image, NULL, &no, name, cap, e);
+	struct sbx_create_opts co = {.image = image};
+	return sbx_sandbox_create(r->kind, &co, spec, cap, e);
 }
 
-static void sb_remove(const struct rollout *r, const char *name)
+static void sb_remove(const char *spec)
 {
 	struct sbx_err e;
-	if (r->podman)
-		sbx_podman_remove("podman", name, &e);
-	else
-		sbx_ns_remove(name, &e);
+	sbx_sandbox_remove(spec, &e);
 }
 
-static int open_ns(const char *name, struct sbx_session **s, struct sbx_err *e);
-
-static int sb_open(const struct rollout *r, const char *name, struct sbx_session **s,
-                   struct sbx_err *e)
+static int sb_open(const char *spec, struct sbx_session **s, struct sbx_err *e)
 {
-	if (!r->podman)
-		return open_ns(name, s, e);
-	if (sbx_podman_open("podman", name, NULL, 30, 1, s, NULL, e) != 0)
-		return -1;
-	char spec[80];
-	snprintf(spec, sizeof spec, "podman:%s", name);
-	struct sbx_err te;
-	sbx_session_trust_for(*s, spec, &te);
-	return 0;
-}
-
-static int open_ns(const char *name, struct sbx_session **s, struct sbx_err *e)
-{
-	char dir[PATH_MAX];
-	struct sbx_runner rn;
-	char spec[80];
-	snprintf(spec, sizeof spec, "ns:%s", name);
-	if (sbx_agent_dir(dir, sizeof dir, e) != 0 ||
-	    sbx_runner_from_spec(spec, dir, NULL, &rn, e) != 0)
-		return -1;
-	int rc = sbx_session_open(s, rn.argv, rn.agent, 30, e);
-	sbx_runner_free(&rn);
-	struct sbx_err te;
-	if (rc == 0)
-		sbx_session_trust_for(*s, spec, &te);
-	return rc;
+	struct sbx_open_opts oo = {.timeout_s = 30};
+	return sbx_open(spec, &oo, s, e);
 }
 
 /* A local skeleton "logs/NAME" (0777 folders) merged into the sandbox's /, so the harness and
@@ -284,10 +247,10 @@ static void summary(const struct opts *o, struct rollout *r, const struct sbx_er
 	sbx_jw_int(&w, (int64_t)r->collect.files);
 	sbx_jw_key(&w, "archive_bytes");
 	sbx_jw_int(&w, (int64_t)r->collect.archive_bytes);
-	char h[SBX_SHA256_HEX_LEN];
-	sbx_hex(r->collect.sha256, SBX_SHA256_LEN, h);
+	char h[2 * sizeof r->collect.sha256 + 1];
+	sbx_hex(r->collect.sha256, sizeof r->collect.sha256, h);
 	sbx_jw_kstr(&w, "sha256", h);
-	sbx_hex(r->replay.sha256, SBX_SHA256_LEN, h);
+	sbx_hex(r->replay.sha256, sizeof r->replay.sha256, h);
 	sbx_jw_kstr(&w, "replayed_sha256", h);
 	if (r->collect_failed) {
 		sbx_jw_key(&w, "collect_error");
@@ -379,7 +342,7 @@ static int episode(struct rollout *r, struct sbx_err *e)
 	/* The agent's sandbox. */
 	if (sb_create(r, r->image, r->agent_sb, sizeof r->agent_sb, e) != 0)
 		return -1;
-	if (sb_open(r, r->agent_sb, &s, e) != 0)
+	if (sb_open(r->agent_sb, &s, e) != 0)
 		return -1;
 	phase(r, "agent_sandbox");
 	snprintf(p, sizeof p, "%s/agent", r->task);
@@ -403,12 +366,12 @@ static int episode(struct rollout *r, struct sbx_err *e)
 		*e = r->collect_err;
 		return -1;
 	}
-	sb_remove(r, r->agent_sb);
+	sb_remove(r->agent_sb);
 	r->agent_sb[0] = '\0';
 	phase(r, "agent_sandbox_rm");
 	/* A clean verifier sandbox: the tests, then the agent's artifacts byte for byte. */
 	if (sb_create(r, r->verifier_image, r->verifier_sb, sizeof r->verifier_sb, e) != 0 ||
-	    sb_open(r, r->verifier_sb, &s, e) != 0)
+	    sb_open(r->verifier_sb, &s, e) != 0)
 		return -1;
 	phase(r, "verifier_sandbox");
 	snprintf(p, sizeof p, "%s/tests", r->task);
@@ -451,6 +414,7 @@ int cli_rollout(const struct opts *o, int argc, char **argv)
 {
 	struct rollout r;
 	memset(&r, 0, sizeof r);
+	r.kind = "ns";
 	r.timeout = 60;
 	r.verify_timeout = 60;
 	struct sbx_err e;
@@ -470,9 +434,8 @@ int cli_rollout(const struct opts *o, int argc, char **argv)
 			r.user = v;
 		else if (strcmp(argv[i], "--out") == 0)
 			r.out_arg = v;
-		else if (strcmp(argv[i], "--runner") == 0 &&
-		         (strcmp(v, "ns") == 0 || strcmp(v, "podman") == 0))
-			r.podman = v[0] == 'p';
+		else if (strcmp(argv[i], "--runner") == 0)
+			r.kind = v;
 		else if (strcmp(argv[i], "--timeout") == 0)
 			r.timeout = atof(v);
 		else if (strcmp(argv[i], "--verify-timeout") == 0)
@@ -496,7 +459,7 @@ int cli_rollout(const struct opts *o, int argc, char **argv)
 		if (sbx_agent_dir(dir, sizeof dir, &e) != 0)
 			return fail(o, &e, EX_USAGE);
 		snprintf(def_image, sizeof def_image, "%s/../images/busybox-%s%s", dir,
-		         sbx_arch_self(), r.podman ? ".tar" : "");
+		         sbx_arch_self(), strcmp(r.kind, "ns") != 0 ? ".tar" : "");
 		r.image = def_image;
 	}
 	if (r.verifier_image == NULL)
@@ -523,9 +486,9 @@ int cli_rollout(const struct opts *o, int argc, char **argv)
 	int rc = episode(&r, &e);
 	/* Both sandboxes go, whatever happened. */
 	if (r.agent_sb[0] != '\0')
-		sb_remove(&r, r.agent_sb);
+		sb_remove(r.agent_sb);
 	if (r.verifier_sb[0] != '\0')
-		sb_remove(&r, r.verifier_sb);
+		sb_remove(r.verifier_sb);
 	phase(&r, "close");
 	summary(o, &r, rc == 0 ? NULL : &e);
 	return rc == 0 ? 0 : class_exit(e.cls);

@@ -8,8 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "digest.h"
-#include "session.h"
+#include "hex.h"
 
 static const char *const xfer_cmds[] = {"upload-dir",    "download-dir",   "upload-path",
                                         "download-path", "upload-archive", NULL};
@@ -58,8 +57,8 @@ static void end_progress(struct progress *p)
 
 static void json_stats(struct sbx_jw *w, const struct sbx_xfer_stats *st)
 {
-	char h[SBX_SHA256_HEX_LEN];
-	sbx_hex(st->sha256, SBX_SHA256_LEN, h);
+	char h[2 * sizeof st->sha256 + 1];
+	sbx_hex(st->sha256, sizeof st->sha256, h);
 	sbx_jw_key(w, "files");
 	sbx_jw_int(w, (int64_t)st->files);
 	sbx_jw_key(w, "dirs");

@@ -10,11 +10,10 @@
 #include <unistd.h>
 
 #include "arch.h"
-#include "digest.h"
+#include "hex.h"
 #include "json.h"
-#include "proto.h"
-#include "runner.h"
 #include "sbx.h"
+#include "sbx_runner.h"
 #include "utf8.h"
 
 #include "cli.h"
@@ -419,7 +418,7 @@ static void json_spool(struct sbx_jw *w, const char *name, struct spool *sp)
 static int passthrough_sink(void *ctx, int chan, const void *p, size_t n)
 {
 	(void)ctx;
-	int fd = chan == SBX_CH_STDERR ? 2 : 1;
+	int fd = chan == SBX_STDERR ? 2 : 1;
 	const char *b = p;
 	while (n > 0) {
 		ssize_t w = write(fd, b, n);
@@ -458,38 +457,17 @@ static void json_exec(struct sbx_jw *w, const struct sbx_exec_result *r, struct 
 /* brief: one probe and done (a podman container's PID is then not asked for the direct socket). */
 static int open_session(const struct opts *o, int brief, struct sbx_session **s, struct sbx_err *e)
 {
-	char dir[PATH_MAX];
-	struct sbx_runner r;
-	if (o->agent_dir != NULL)
-		snprintf(dir, sizeof dir, "%s", o->agent_dir);
-	else if (sbx_agent_dir(dir, sizeof dir, e) != 0)
-		return -1;
-	int rc = o->via != NULL
-	                 ? sbx_runner_from_via(o->via, o->agent, &r, e)
-	                 : sbx_runner_from_spec_ex(o->runner ? o->runner : "local", dir, o->agent,
-	                                           brief ? 0 : SBX_RUNNER_DIRECT_ASK, &r, e);
-	if (rc != 0)
-		return -1;
-	/* podman/docker runners hand over the session their injection check opened. */
-	if ((*s = sbx_runner_take_session(&r)) != NULL) {
-		if (o->timeout > 0)
-			sbx_session_set_timeout(*s, o->timeout);
-	} else {
-		rc = sbx_session_open(s, r.argv, r.agent, o->timeout, e);
-	}
-	sbx_runner_free(&r);
-	if (rc == 0) {
-		/* Trust is started, not waited for: only supervision needs it, and it says why
-		 * when it is missing. */
-		char spec[4200];
-		snprintf(spec, sizeof spec, "%s%s", o->via ? "via:" : "",
-		         o->via      ? o->via
-		         : o->runner ? o->runner
-		                     : "local");
-		struct sbx_err te;
-		sbx_session_trust_for(*s, spec, &te);
-	}
-	return rc;
+	char spec[4200];
+	if ((size_t)snprintf(spec, sizeof spec, "%s%s", o->via ? "via:" : "",
+	                     o->via      ? o->via
+	                     : o->runner ? o->runner
+	                                 : "local") >= sizeof spec)
+		return sbx_err_set(e, SBX_EUSAGE, ENAMETOOLONG, "--via or --runner too long");
+	struct sbx_open_opts oo = {.agent_dir = o->agent_dir,
+	                           .agent = o->agent,
+	                           .timeout_s = o->timeout,
+	                           .brief = brief};
+	return sbx_open(spec, &oo, s, e);
 }
 
 static void exec_opts_from(struct sbx_exec_opts *x, const struct cmd_opts *c)

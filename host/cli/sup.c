@@ -12,10 +12,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "digest.h"
-#include "session.h"
+#include "hex.h"
 
-#define KEY_LEN 32
+#define KEY_LEN SBX_RUN_KEY_LEN
 
 static const char *const sup_cmds[] = {"run",     "stop",  "expire", "attach", "output",
                                        "receipt", "rearm", "close",  NULL};
@@ -28,8 +27,7 @@ int cli_sup_known(const char *cmd)
 	return 0;
 }
 
-/* Default key file: $SBX_KEY_DIR (or ~/.cache/sbx/keys) / a digest of the channel and the
- * session folder, so two sandboxes using the same folder name keep separate keys. */
+/* The run key's file: --key-file, or the key store's for this channel and folder. */
 static int key_path(const struct opts *o, const char *session, const char *given, char *out,
                     size_t cap, struct sbx_err *e)
 {
@@ -37,53 +35,10 @@ static int key_path(const struct opts *o, const char *session, const char *given
 		snprintf(out, cap, "%s", given);
 		return 0;
 	}
-	char dir[4096];
-	if (sbx_keydir(dir, sizeof dir, e) != 0)
-		return -1;
-	struct sbx_sha256 h;
-	sbx_sha256_init(&h);
-	const char *chan = o->via ? o->via : o->runner ? o->runner : "local";
-	sbx_sha256_update(&h, chan, strlen(chan));
-	sbx_sha256_update(&h, "\n", 1);
-	sbx_sha256_update(&h, session, strlen(session));
-	uint8_t d[SBX_SHA256_LEN];
-	char hex[SBX_SHA256_HEX_LEN];
-	sbx_sha256_final(&h, d);
-	sbx_hex(d, 16, hex);
-	if ((size_t)snprintf(out, cap, "%s/%s.key", dir, hex) >= cap)
-		return sbx_err_set(e, SBX_EUSAGE, 0, "key path too long");
-	return 0;
-}
-
-/* Reads a run's receipt key. */
-static int load_key(const char *path, uint8_t key[KEY_LEN], struct sbx_err *e)
-{
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return sbx_err_set(e, SBX_EUSAGE, errno, "key file %s", path);
-	ssize_t n = read(fd, key, KEY_LEN);
-	close(fd);
-	if (n != KEY_LEN)
-		return sbx_err_set(e, SBX_EUSAGE, 0, "key file %s is not %d bytes", path, KEY_LEN);
-	return 0;
-}
-
-/* Keeps a run's receipt key (0600, a fresh file). */
-static int save_key(const char *path, const uint8_t key[KEY_LEN], struct sbx_err *e)
-{
-	unlink(path);
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	int ok = fd >= 0 && write(fd, key, KEY_LEN) == KEY_LEN;
-	int err = errno;
-	if (fd >= 0 && close(fd) != 0 && ok) {
-		ok = 0;
-		err = errno;
-	}
-	if (!ok) {
-		unlink(path);
-		return sbx_err_set(e, SBX_EUSAGE, err, "cannot write key file %s", path);
-	}
-	return 0;
+	return sbx_runkey_path(o->via      ? o->via
+	                       : o->runner ? o->runner
+	                                   : "local",
+	                       session, out, cap, e);
 }
 
 /* Prints a receipt: under --json {"ok":true,"verified":...,"receipt":"its exact bytes"} (as
@@ -254,7 +209,7 @@ static int cmd_run(const struct opts *o, struct sbx_session *s, struct sup_args 
 	int64_t pid;
 	if (sbx_run_start(s, &ro, &pid, key, e) != 0)
 		return fail(o, e, EX_EXEC_SBX);
-	if (save_key(kp, key, e) != 0)
+	if (sbx_runkey_save(kp, key, e) != 0)
 		return fail(o, e, EX_USAGE);
 	if (a->detach) {
 		print_fields(a->session, NULL, pid);
@@ -302,7 +257,8 @@ static int cmd_output(const struct opts *o, struct sbx_session *s, struct sup_ar
 		int64_t size;
 		if (sbx_run_read(s, a->session, "output.log", off, (size_t)ask, &data, &len, &size,
 		                 e) != 0)
-			return fail(o, e, class_exit(e->cls)); /* never more than asked: checked there */
+			return fail(o, e,
+			            class_exit(e->cls)); /* never more than asked: checked there */
 		if (end < 0 && !a->follow)
 			end = size > off ? size : off; /* what exists now, and no more */
 		fwrite(data, 1, len, stdout);
@@ -357,7 +313,7 @@ static int sup_one(const struct opts *o, struct sbx_session *s, const char *cmd,
 	uint8_t key[KEY_LEN];
 	struct sbx_err ke;
 	int have_key = key_path(o, a->session, a->key_file, kp, sizeof kp, &ke) == 0 &&
-	               load_key(kp, key, &ke) == 0;
+	               sbx_runkey_load(kp, key, &ke) == 0;
 	struct sbx_receipt r;
 	if (strcmp(cmd, "receipt") == 0) {
 		if (sbx_run_receipt(s, a->session, key, have_key ? KEY_LEN : 0, &r, e) != 0)

@@ -1,0 +1,102 @@
+/* Runners, the public API (installed beside sbx.h): how a program reaches, makes, inspects,
+ * lists and removes sandboxes of every kind through one interface. A sandbox is named by a
+ * spec, "KIND:ARG" ("ns:t1", "podman:c1", "docker:c1", "kubectl:POD[/C][@NS]",
+ * "ssh:[USER@]HOST[:PORT]", "qemu:ARCH", "via:COMMAND LINE") or "local"; each kind is one row
+ * of a table of classes (struct sbx_runner_class), as BearSSL's hash classes are: adding a
+ * runner is one file that defines its class and one row in runner/runner.c. See
+ * docs/runners.md. */
+#ifndef SBX_RUNNER_API_H
+#define SBX_RUNNER_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "sbx.h"
+
+/* A sandbox as its runner describes it. */
+struct sbx_sandbox {
+	char spec[192];     /* what --runner and sbx_open take: "ns:t1", "podman:c1" */
+	const char *kind;   /* the class's name: "ns", "podman", ... */
+	char state[32];     /* "running", "stopped", "absent", or the engine's own word */
+	int running;        /* sessions can be opened now */
+	int64_t pid;        /* its init as this machine sees it; 0 when unknown */
+	int64_t created_ns; /* ns since the epoch; 0 when unknown */
+	char image[1024];
+	char arch[16]; /* sbx architecture name; "" when unknown */
+	char id[80];   /* the engine's id, or "" */
+};
+
+struct sbx_create_opts {
+	const char *image;              /* ns: a root filesystem folder; podman/docker: an image
+	                                   name or a .tar to import */
+	const char *name;               /* NULL: generated */
+	const char *arch;               /* NULL: the image's own */
+	const char *agent_dir;          /* holds ARCH/sbx-agent; NULL: sbx_agent_dir() */
+	const char *agent;              /* an explicit agent binary for the sandbox's init */
+	const char *const *engine_args; /* podman/docker: words added to `ENGINE create` */
+};
+
+struct sbx_open_opts {
+	const char *agent_dir; /* holds ARCH/sbx-agent; NULL: sbx_agent_dir() */
+	const char *agent;     /* a path to run instead of the agent the runner would inject */
+	double timeout_s;      /* the session's timeout; 0: 30 s */
+	int brief;             /* one probe and done: no question to the engine for the direct
+	                          socket (podman/docker) */
+};
+
+/* One kind of runner. Every method gets its class first (one function can serve several
+ * rows: podman and docker) and fills *e on failure; a NULL one means the kind cannot do that
+ * ("local" is not created; "ssh:" hosts are not listed). arg is the spec after "KIND:". */
+struct sbx_runner_class {
+	const char *name;
+	int boundary; /* 1: the sandbox is not this machine (its keeper holds the secret for good);
+	                 0: local, qemu (a secret for each session) */
+	int (*parse)(const struct sbx_runner_class *self, const char *arg, struct sbx_err *e);
+	int (*open)(const struct sbx_runner_class *self, const char *arg,
+	            const struct sbx_open_opts *o, struct sbx_session **s, struct sbx_err *e);
+	/* Writes the new sandbox's arg (its name) to arg_out. */
+	int (*create)(const struct sbx_runner_class *self, const struct sbx_create_opts *o,
+	              char *arg_out, size_t cap, struct sbx_err *e);
+	/* An absent sandbox is a success with state "absent". */
+	int (*status)(const struct sbx_runner_class *self, const char *arg, struct sbx_sandbox *sb,
+	              struct sbx_err *e);
+	/* An absent sandbox is a success. */
+	int (*remove)(const struct sbx_runner_class *self, const char *arg, struct sbx_err *e);
+	/* The sandboxes sbx made of this kind; *out malloc'd (free()), *n of them. */
+	int (*list)(const struct sbx_runner_class *self, struct sbx_sandbox **out, size_t *n,
+	            struct sbx_err *e);
+};
+
+/* The table, NULL-terminated, in the order `sbx help` lists them. */
+extern const struct sbx_runner_class *const sbx_runner_classes[];
+
+/* The class of spec ("local" has no ':'), and *arg the part after "KIND:"; NULL with *e
+ * (SBX_EUSAGE) when no class has that name. */
+const struct sbx_runner_class *sbx_runner_class_of(const char *spec, const char **arg,
+                                                   struct sbx_err *e);
+
+/* A session to spec's sandbox (the agent injected when needed), with its trust started
+ * (sbx_session_trust_for). */
+int sbx_open(const char *spec, const struct sbx_open_opts *o, struct sbx_session **s,
+             struct sbx_err *e);
+
+/* A new sandbox of kind ("ns", "podman", "docker"); its spec to spec_out. Its secret is given to
+ * its init before anything else runs there (docs/supervision.md, "Trust"). */
+int sbx_sandbox_create(const char *kind, const struct sbx_create_opts *o, char *spec_out,
+                       size_t cap, struct sbx_err *e);
+
+int sbx_sandbox_status(const char *spec, struct sbx_sandbox *sb, struct sbx_err *e);
+
+/* Removes the sandbox and forgets its secret. */
+int sbx_sandbox_remove(const char *spec, struct sbx_err *e);
+
+/* The sandboxes sbx made, of one kind (NULL: every kind that can list); *out malloc'd. */
+int sbx_sandbox_list(const char *kind, struct sbx_sandbox **out, size_t *n, struct sbx_err *e);
+
+/* A command line split into words like a POSIX shell would for quoting ('...', "...", \),
+ * without expansions; *words is NULL-terminated and malloc'd (sbx_words_free). */
+int sbx_split_words(const char *line, char ***words, struct sbx_err *e);
+void sbx_words_free(char **words);
+
+#endif
