@@ -149,8 +149,8 @@ $(H)/tests/test_stdin: agent/stdin.c agent/stdin.h
 $(H)/tests/%: tests/unit/%.c $(H)/libsbx.a
 	@mkdir -p $(@D)
 	@echo "  CC test $<"
-	$(Q)$(HOST_CC) $(HOST_CFLAGS) -Iagent -MMD -MP -o $@ $< $(TEST_EXTRA) $(H)/libsbx.a \
-		$(HOST_LDFLAGS) -lcmocka
+	$(Q)$(HOST_CC) $(HOST_CFLAGS) -Iagent -Itests/lib -MMD -MP -o $@ $< $(TEST_EXTRA) \
+		$(H)/libsbx.a $(HOST_LDFLAGS) -lcmocka
 
 # ---- fuzz targets (clang, libFuzzer) -------------------------------------------------------
 # `make fuzz` builds them; `make check` replays each seed corpus once (fuzz/corpus/NAME/);
@@ -196,8 +196,8 @@ fuzz: $(FUZZERS)
 $(B)/bench/%: tests/bench/%.c $(B)/host/libsbx.a
 	@mkdir -p $(@D)
 	@echo "  CC bench $<"
-	$(Q)$(HOST_CC) $(WARN) -O2 -g -Ishared -Ihost -Irunner -I$(SBX_CACHE)/host/include -o $@ $< \
-		$(B)/host/libsbx.a
+	$(Q)$(HOST_CC) $(WARN) -O2 -g -Ishared -Ihost -Irunner -Itests/lib -I$(SBX_CACHE)/host/include \
+		-o $@ $< $(B)/host/libsbx.a
 
 bench-session: $(AGENTS) $(B)/bench/bench_session
 	SBX_AGENT_DIR=$(abspath $(B)/agent) $(B)/bench/bench_session

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "bench_clock.h"
+#include "fixture.h"
 #include "runner.h"
 #include "sbx.h"
 
@@ -21,38 +21,29 @@ int main(int argc, char **argv)
 	if (n < 1 || n > 10000000)
 		n = 1000;
 	struct sbx_err e;
-	struct sbx_runner r;
-	char dir[4096];
-	if (sbx_agent_dir(dir, sizeof dir, &e) != 0 ||
-	    sbx_runner_from_spec(argv[1], dir, NULL, &r, &e) != 0) {
+	struct sbx_session *s;
+	if (fixture_open(&s, argv[1], 30, &e) != 0) {
 		fprintf(stderr, "bench_probe: %s\n", e.msg);
-		return 1;
-	}
-	struct sbx_session *s = sbx_runner_take_session(&r);
-	if (s == NULL && sbx_session_open(&s, r.argv, r.agent, 30, &e) != 0) {
-		fprintf(stderr, "bench_probe: %s\n", e.msg);
-		sbx_runner_free(&r);
 		return 1;
 	}
 	double *t = malloc((size_t)n * sizeof *t), sum = 0;
 	int bad = t == NULL;
 	for (int i = 0; i < n && !bad; i++) {
 		enum sbx_kind k;
-		double a = now();
+		double a = fixture_now();
 		if (sbx_kind(s, "/tmp", &k, &e) != 0 || k != SBX_KIND_DIR) {
 			fprintf(stderr, "bench_probe: probe %d: %s\n", i, e.msg);
 			bad = 1;
 		}
-		t[i] = now() - a;
+		t[i] = fixture_now() - a;
 		sum += t[i];
 	}
 	if (!bad) {
-		qsort(t, (size_t)n, sizeof *t, cmp);
+		qsort(t, (size_t)n, sizeof *t, fixture_cmp_doubles);
 		printf("channel %s\n%d %.1f %.1f %.1f\n", sbx_session_channel(s), n, sum / n * 1e6,
 		       t[n / 2] * 1e6, t[(int)(n * 0.99)] * 1e6);
 	}
 	free(t);
 	sbx_session_close(s);
-	sbx_runner_free(&r);
 	return bad;
 }

@@ -15,21 +15,18 @@
 
 #include <cmocka.h>
 
-#include "runner.h"
+#include "fixture.h"
 #include "sbx.h"
 
 static char base[PATH_MAX];
 
+/* A local session with its trust set (a fresh secret for this session), as the CLI opens one. */
 static struct sbx_session *open_local(void)
 {
-	struct sbx_runner r;
+	struct sbx_session *s = fixture_session("local");
 	struct sbx_err e;
-	struct sbx_session *s;
-	if (sbx_runner_from_spec("local", getenv("SBX_AGENT_DIR"), NULL, &r, &e) != 0 ||
-	    sbx_session_open(&s, r.argv, r.agent, 30, &e) != 0 ||
-	    sbx_session_trust_for(s, "local", &e) != 0)
-		fail_msg("session: %s", e.msg);
-	sbx_runner_free(&r);
+	if (sbx_session_trust_for(s, "local", &e) != 0)
+		fail_msg("trust: %s", e.msg);
 	return s;
 }
 
@@ -66,16 +63,13 @@ static int collect(void *p, struct sbx_hs *hs, struct sbx_err *e)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(base, sizeof base, "/tmp/sbx-hs-XXXXXX");
-	return mkdtemp(base) ? 0 : -1;
+	return fixture_tmpdir(base, sizeof base, "hs");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[PATH_MAX + 16];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
-	return system(cmd) == 0 ? 0 : -1;
+	return fixture_rmtree(base) == 0 ? 0 : -1;
 }
 
 static void execute_collect_rearm_close(void **state)
