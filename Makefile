@@ -152,8 +152,15 @@ HOST := $(H)/sbx $(H)/libsbx.a $(H)/libsbx.so
 
 # ---- tests -------------------------------------------------------------------------------
 
-TEST_SRC := $(wildcard tests/unit/test_*.c)
-TESTS := $(patsubst tests/unit/%.c,$(H)/tests/%,$(TEST_SRC))
+# tests/README.md: unit tests (tests/unit/, the code alone) and integration tests
+# (tests/integration/, real agents, runners or processes), each file one program, picked up by
+# name; both build into $(H)/tests/, so a name may be in one folder only.
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(H)/tests/%,$(wildcard tests/unit/test_*.c))
+INTEGRATION_TESTS := $(patsubst tests/integration/%.c,$(H)/tests/%,$(wildcard tests/integration/test_*.c))
+TESTS := $(UNIT_TESTS) $(INTEGRATION_TESTS)
+ifneq ($(filter $(UNIT_TESTS),$(INTEGRATION_TESTS)),)
+$(error a test in both tests/unit and tests/integration: $(notdir $(filter $(UNIT_TESTS),$(INTEGRATION_TESTS))))
+endif
 
 # Tests of agent-side code compile that code for the host too.
 $(H)/tests/test_probe: TEST_EXTRA := agent/probe.c
@@ -163,18 +170,27 @@ $(H)/tests/test_keeper: agent/keeper.c agent/keeper.h agent/resident.c
 $(H)/tests/test_stdin: TEST_EXTRA := agent/stdin.c
 $(H)/tests/test_stdin: agent/stdin.c agent/stdin.h
 
+define test_recipe
+@mkdir -p $(@D)
+@echo "  CC test $<"
+$(Q)$(HOST_CC) $(HOST_CFLAGS) -Iagent -Itests/lib -MMD -MP -o $@ $< $(TEST_EXTRA) $(H)/libsbx.a \
+	$(HOST_LDFLAGS) -lcmocka
+endef
+$(UNIT_TESTS): $(H)/tests/%: tests/unit/%.c $(H)/libsbx.a
+	$(test_recipe)
+$(filter-out $(H)/tests/test_runner_api,$(INTEGRATION_TESTS)): $(H)/tests/%: \
+		tests/integration/%.c $(H)/libsbx.a
+	$(test_recipe)
 # The runner API's test sees only the installed headers, as a user's program would.
-$(H)/tests/test_runner_api: tests/unit/test_runner_api.c $(H)/libsbx.a $(PUBLIC_COPIES)
+$(H)/tests/test_runner_api: tests/integration/test_runner_api.c $(H)/libsbx.a $(PUBLIC_COPIES)
 	@mkdir -p $(@D)
 	@echo "  CC test $<"
 	$(Q)$(HOST_CC) $(WARN) -O2 -g $(SANFLAGS) -I$(PUBLIC_INC) -o $@ $< $(H)/libsbx.a \
 		$(HOST_LDFLAGS) -lcmocka
-
-$(H)/tests/%: tests/unit/%.c $(H)/libsbx.a
-	@mkdir -p $(@D)
-	@echo "  CC test $<"
-	$(Q)$(HOST_CC) $(HOST_CFLAGS) -Iagent -MMD -MP -o $@ $< $(TEST_EXTRA) $(H)/libsbx.a \
-		$(HOST_LDFLAGS) -lcmocka
+# A test moved to the other folder leaves its old source in its program's .d: make passes over
+# that name, and the program is rebuilt from where the source is now.
+tests/unit/test_%.c: ;
+tests/integration/test_%.c: ;
 
 # ---- fuzz targets (clang, libFuzzer) -------------------------------------------------------
 # `make fuzz` builds them; `make check` replays each seed corpus once (fuzz/corpus/NAME/);
@@ -220,8 +236,8 @@ fuzz: $(FUZZERS)
 $(B)/bench/%: tests/bench/%.c $(B)/host/libsbx.a
 	@mkdir -p $(@D)
 	@echo "  CC bench $<"
-	$(Q)$(HOST_CC) $(WARN) -O2 -g -Ishared -Ihost -Irunner -I$(SBX_CACHE)/host/include -o $@ $< \
-		$(B)/host/libsbx.a
+	$(Q)$(HOST_CC) $(WARN) -O2 -g -Ishared -Ihost -Irunner -Itests/lib -I$(SBX_CACHE)/host/include \
+		-o $@ $< $(B)/host/libsbx.a
 
 bench-session: $(AGENTS) $(B)/bench/bench_session
 	SBX_AGENT_DIR=$(abspath $(B)/agent) $(B)/bench/bench_session

@@ -11,13 +11,9 @@
 # text checks fail on the first case (hello: a raw ESC on stdout), the JSON checks on
 # `attach` (hand-made printf JSON), `output` loops until its 20 s guard, and the 64 MiB exec
 # peaks at 313 MB (bound here 48 MB).
-set -u
-. "$(dirname "$0")/lib/check.sh"
-sbx=$1
-top=$(cd "$(dirname "$0")/.." && pwd)
-fake="python3 $top/tests/fake/agent.py"
-w=$(mktemp -d /tmp/sbx-cliout-XXXXXX)
-trap 'rm -rf "$w"' EXIT
+. "$(dirname "$0")/lib/suite.sh"
+suite_begin
+sbx=$(realpath "$1")
 
 # safe FILE [json]: strict UTF-8 with no C0 control but newline (and tab in text), no DEL and
 # no C1 code point; with json, every line also parses.
@@ -46,7 +42,7 @@ EOF
 text() {
 	local label=$1 mode=$2
 	shift 2
-	$sbx --via "$fake $mode" "$@" >"$w/out" 2>&1
+	via_fake "$mode" "$@" >"$w/out" 2>&1 || true
 	safe "$w/out" || die "$label (text): $(od -c "$w/out" | head -5)"
 	grep -qF -e '\x1b' -e '\u009b' "$w/out" || die "$label (text): no escape seen: $(cat "$w/out")"
 	ok "$label: text escaped"
@@ -56,7 +52,7 @@ text() {
 json() {
 	local label=$1 mode=$2
 	shift 2
-	$sbx --via "$fake $mode" --json "$@" >"$w/out" 2>"$w/err"
+	via_fake "$mode" --json "$@" >"$w/out" 2>"$w/err" || true
 	safe "$w/out" json || die "$label (json): $(head -c 400 "$w/out")"
 	safe "$w/err" || die "$label (json stderr): $(od -c "$w/err" | head -5)"
 	grep -qF -e '\u001b' -e '\u009b' "$w/out" || die "$label (json): no escape seen: $(cat "$w/out")"
@@ -88,51 +84,53 @@ both "download: member name in the error" cli_member download-dir /x "$w/d2"
 # JSON lines: the same strings through `sbx session`.
 printf '%s\n' '{"id":1,"op":"hello"}' '{"id":2,"op":"stat","paths":["/a","/b"]}' \
 	'{"id":3,"op":"resolve","path":"/r"}' '{"id":4,"op":"lands_clear","dir":"/a"}' |
-	$sbx --via "$fake cli_hello,cli_probes" session >"$w/out" 2>"$w/err"
+	via_fake cli_hello,cli_probes session >"$w/out" 2>"$w/err" || true
 safe "$w/out" json || die "session probes: $(cat "$w/out")"
 [ "$(grep -c '"ok":true' "$w/out")" = 4 ] || die "session probes: $(cat "$w/out")"
 printf '%s\n' '{"id":1,"op":"exec","argv":["id"]}' '{"id":2,"op":"exec","argv":["false"]}' |
-	$sbx --via "$fake cli_exec" session >"$w/out" 2>"$w/err"
+	via_fake cli_exec session >"$w/out" 2>"$w/err" || true
 safe "$w/out" json || die "session exec: $(cat "$w/out")"
 printf '%s\n' '{"id":1,"op":"attach","session":"/tmp/s"}' \
 	'{"id":2,"op":"receipt","session":"/tmp/s"}' '{"id":3,"op":"output","session":"/tmp/s"}' |
-	$sbx --via "$fake cli_sup" session >"$w/out" 2>"$w/err"
+	via_fake cli_sup session >"$w/out" 2>"$w/err" || true
 safe "$w/out" json || die "session supervision: $(cat "$w/out")"
 printf '%s\n' '{"id":1,"op":"kind","path":"/x"}' '{"id":2,"op":"attach","session":"/tmp/s"}' |
-	$sbx --via "$fake cli_errors" session >"$w/out" 2>"$w/err"
+	via_fake cli_errors session >"$w/out" 2>"$w/err" || true
 safe "$w/out" json || die "session errors: $(cat "$w/out")"
 [ "$(grep -c '"ok":false' "$w/out")" = 2 ] || die "session errors: $(cat "$w/out")"
 ok "sbx session: every answer valid JSON with nothing raw"
 
 # Every text line of the CLI goes through cli_out.c: no other file prints by itself (the
 # raw streams of exec and output, the receipt's newline and constant strings excepted).
-left=$(grep -nE '\b(printf|fprintf|puts|vprintf)\(|fputs\([^"]' "$top"/host/cli*.c | grep -v 'host/cli_out.c:')
+left=$(grep -nE '\b(printf|fprintf|puts|vprintf)\(|fputs\([^"]' "$top"/host/cli*.c | grep -v 'host/cli_out.c:' || true)
 [ -z "$left" ] || die "prints that bypass the escape: $left"
 ok "no print in host/cli*.c bypasses the escape"
 
 # sbx output ends: an agent that always has more (the first answer says 1 MiB exists) is read
 # up to that 1 MiB and no further; an answer longer than asked is a protocol error.
-n=$(timeout 20 $sbx --via "$fake cli_flood" output --session /tmp/s | wc -c)
+n=$(timeout 20 "$sbx" --via "$fake_agent cli_flood" output --session /tmp/s | wc -c) || true
 [ "$n" = 1048576 ] || die "output against an endless agent: $n bytes (or no end)"
-timeout 20 $sbx --via "$fake cli_flood" output --session /tmp/s --max-bytes 1000 >"$w/out" 2>"$w/err"
-[ $? = 1 ] && [ "$(wc -c <"$w/out")" = 1000 ] && grep -q 'max-bytes' "$w/err" ||
+status=0
+timeout 20 "$sbx" --via "$fake_agent cli_flood" output --session /tmp/s --max-bytes 1000 >"$w/out" 2>"$w/err" || status=$?
+[ $status = 1 ] && [ "$(wc -c <"$w/out")" = 1000 ] && grep -q 'max-bytes' "$w/err" ||
 	die "output --max-bytes: $(wc -c <"$w/out") bytes, $(cat "$w/err")"
-timeout 20 $sbx --via "$fake cli_overlong" output --session /tmp/s >/dev/null 2>"$w/err"
-[ $? = 6 ] && grep -q 'more than asked' "$w/err" || die "output: a longer answer than asked: $(cat "$w/err")"
+status=$(rc timeout 20 "$sbx" --via "$fake_agent cli_overlong" output --session /tmp/s 2>"$w/err")
+[ $status = 6 ] && grep -q 'more than asked' "$w/err" || die "output: a longer answer than asked: $(cat "$w/err")"
 ok "sbx output reads what exists at its start, within --max-bytes, and no more than it asked"
 
 # --json exec capture: 64 MiB of output within a bounded memory, and exact JSON.
 agent=(--agent-dir "$top/build/agent")
-rss=$(/usr/bin/time -f %M $sbx "${agent[@]}" --json exec -- head -c 67108864 /dev/zero 2>&1 >/dev/null | tail -1)
+rss=$(/usr/bin/time -f %M "$sbx" "${agent[@]}" --json exec -- head -c 67108864 /dev/zero 2>&1 >/dev/null | tail -1) ||
+	die "--json exec of 64 MiB: $rss"
 [ "$rss" -lt 49152 ] || die "--json exec of 64 MiB: peak RSS $rss KiB"
 head -c 12000000 /dev/urandom >"$w/rand"
-$sbx "${agent[@]}" --json exec -i -- cat <"$w/rand" >"$w/out" || die "exec -i cat"
+"$sbx" "${agent[@]}" --json exec -i -- cat <"$w/rand" >"$w/out" || die "exec -i cat"
 python3 -c '
 import base64, json, sys
 d = json.load(open(sys.argv[1]))
 assert base64.b64decode(d["stdout_b64"], validate=True) == open(sys.argv[2], "rb").read()
 assert "stdout_truncated" not in d' "$w/out" "$w/rand" || die "--json exec: stdout_b64 not exact"
-$sbx "${agent[@]}" --json exec -- head -c 70000000 /dev/zero |
+"$sbx" "${agent[@]}" --json exec -- head -c 70000000 /dev/zero |
 	python3 -c 'import json, sys; d = json.load(sys.stdin); assert len(d["stdout"]) == 64 << 20 and d["stdout_truncated"]' ||
 	die "--json exec: not cut at 64 MiB with stdout_truncated"
 ok "--json exec: 64 MiB in $rss KiB peak RSS, output exact, cut at 64 MiB and said"

@@ -5,8 +5,8 @@
 # no shell and its /hello runs; debian-x86_64 has apt and its agent user; every tarball holds
 # its folder. Prints "  ok: ..." per check, stops at the first failure. Needs root (chroot);
 # every chroot runs in a private mount namespace (unshare -m) so nothing leaks.
-set -euo pipefail
-top=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib/suite.sh"
+suite_begin root
 dir=$(cd "${1:-$top/build/images}" && pwd)
 # arch.sh names riscv64's compiler under $SBX_CACHE; only QEMU and DEBARCH are used here.
 : "${SBX_CACHE:=$top/build/cache}"
@@ -14,7 +14,6 @@ dir=$(cd "${1:-$top/build/images}" && pwd)
 export LC_ALL=C
 native=$(uname -m)
 
-. "$(dirname "$0")/lib/check.sh"
 # in_root ROOT ARGV...: ARGV chrooted into ROOT, in a mount namespace of its own.
 in_root() {
 	unshare -m --propagation private chroot "$@"
@@ -23,8 +22,6 @@ in_root() {
 field() {
 	sed -n "s/^$2=//p" "$1/.sbx-image"
 }
-
-[ "$(id -u)" = 0 ] || die "run as root (chroot)"
 
 # complete NAME: the folder, its tarball and its stamp, the tarball holding exactly the folder.
 complete() {

@@ -6,32 +6,11 @@
 # by init, that `sandbox rm` leaves no process, mount or state (also after escapes with
 # setsid), idempotent rm, absent and stopped states, failed creates leaving nothing. Every
 # sandbox and file lives under one temp folder, removed on exit. One "  ok: ..." per check.
-set -euo pipefail
-[ "${SBX_TRACE:-}" = 1 ] && set -x
+. "$(dirname "$0")/lib/suite.sh"
+suite_begin root
 sbx=$(realpath "$1")
-top=$(cd "$(dirname "$0")/.." && pwd)
-[ "$(id -u)" = 0 ] || {
-	echo "ns.sh: the ns runner needs root" >&2
-	exit 1
-}
-w=$(mktemp -d /tmp/sbx-ns-XXXXXX)
 export SBX_NS_DIR=$w/state
-cleanup() {
-	local n
-	if [ -d "$SBX_NS_DIR" ]; then
-		for n in $(ls "$SBX_NS_DIR"); do
-			"$sbx" sandbox rm "$n" || true
-		done
-	fi
-	rm -rf "$w"
-}
-trap cleanup EXIT
-. "$(dirname "$0")/lib/check.sh"
-S() { # S NAME ARGS...: sbx through the sandbox's nsenter channel
-	local n=$1
-	shift
-	"$sbx" --runner "ns:$n" "$@"
-}
+on_exit remove_sandboxes
 init_pid() { sed -n 's/^pid=//p' "$SBX_NS_DIR/$1/state"; }
 pidns_of() { stat -Lc %i "/proc/$1/ns/pid"; }
 # Host pids of the live (not zombie) processes in pid namespace $1 (an inode number).
@@ -89,51 +68,51 @@ a_pid=$(init_pid A)
 b_pid=$(init_pid B)
 a_ns=$(pidns_of "$a_pid")
 b_ns=$(pidns_of "$b_pid")
-[ "$(S A exec -- hostname)" = A ] && [ "$(S B exec -- hostname)" = B ] &&
+[ "$(in_ns A exec -- hostname)" = A ] && [ "$(in_ns B exec -- hostname)" = B ] &&
 	[ "$(hostname)" != A ] || die "hostnames"
 ok "hostname is the sandbox's name (A, B; the host's is $(hostname))"
-[ "$(S A sh 'echo $$')" -lt 50 ] || die "pid namespace: \$\$ = $(S A sh 'echo $$')"
-[ "$(S A exec -- cat /proc/1/cmdline | tr '\0' ' ')" = "sbx-agent init " ] || die "PID 1"
+[ "$(in_ns A sh 'echo $$')" -lt 50 ] || die "pid namespace: \$\$ = $(in_ns A sh 'echo $$')"
+[ "$(in_ns A exec -- cat /proc/1/cmdline | tr '\0' ' ')" = "sbx-agent init " ] || die "PID 1"
 [ "$a_ns" != "$(pidns_of self)" ] && [ "$a_ns" != "$b_ns" ] || die "pid namespaces"
 ok "own pid namespace: small pids, PID 1 is 'sbx-agent init' (host pid $a_pid)"
-[ "$(S A exec -- ls /sys/class/net)" = lo ] || die "/sys/class/net: $(S A exec -- ls /sys/class/net)"
-links=$(S A exec -- ip -o link)
+[ "$(in_ns A exec -- ls /sys/class/net)" = lo ] || die "/sys/class/net: $(in_ns A exec -- ls /sys/class/net)"
+links=$(in_ns A exec -- ip -o link)
 [ "$(echo "$links" | wc -l)" = 1 ] && echo "$links" | grep -q '^1: lo: <LOOPBACK,UP' ||
 	die "ip link: $links"
-S A exec -- ping -c 1 -W 1 127.0.0.1 >/dev/null || die "loopback does not answer"
+in_ns A exec -- ping -c 1 -W 1 127.0.0.1 >/dev/null || die "loopback does not answer"
 ok "network: only lo, up, answering"
-[ "$(S A sh 'echo x >/dev/null && head -c 5 /dev/zero | wc -c && head -c 5 /dev/urandom | wc -c')" = "5
+[ "$(in_ns A sh 'echo x >/dev/null && head -c 5 /dev/zero | wc -c && head -c 5 /dev/urandom | wc -c')" = "5
 5" ] || die "/dev nodes"
-S A exec -- ls /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty /dev/shm >/dev/null ||
+in_ns A exec -- ls /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty /dev/shm >/dev/null ||
 	die "/dev listing"
-[ "$(S A exec -- stat -c %a /dev/shm)" = 1777 ] || die "/dev/shm mode"
+[ "$(in_ns A exec -- stat -c %a /dev/shm)" = 1777 ] || die "/dev/shm mode"
 ok "/dev: null zero full random urandom tty, /dev/shm 1777"
-[ "$(S A exec -- pwd)" = / ] || die "cwd"
-[ "$(S A kind "$top")" = absent ] || die "the host's $top is visible"
-[ "$(S A exec -- ls -A / | grep -vE '^\.sbx(-keeper)?$' | LC_ALL=C sort)" = \
+[ "$(in_ns A exec -- pwd)" = / ] || die "cwd"
+[ "$(in_ns A kind "$top")" = absent ] || die "the host's $top is visible"
+[ "$(in_ns A exec -- ls -A / | grep -vE '^\.sbx(-keeper)?$' | LC_ALL=C sort)" = \
 	"$(ls -A "$img" | LC_ALL=C sort)" ] || die "/ is not the image"
-[ "$(S A sh 'cd /..; pwd; ls -d /../bin')" = "/
+[ "$(in_ns A sh 'cd /..; pwd; ls -d /../bin')" = "/
 /../bin" ] || die "cd .."
 ok "the sandbox sees only the image (cwd /, no host path, / = image + /.sbx)"
 agent_sha=$(sha256sum "${SBX_AGENT_DIR:-$top/build/agent}/x86_64/sbx-agent" | cut -d' ' -f1)
-[ "$(S A --json hello | grep -o '"sha256":"[0-9a-f]*"')" = "\"sha256\":\"$agent_sha\"" ] ||
+[ "$(in_ns A --json hello | grep -o '"sha256":"[0-9a-f]*"')" = "\"sha256\":\"$agent_sha\"" ] ||
 	die "HELLO digest"
 [ "$(stat -c '%a %U' "$SBX_NS_DIR/A/upper/.sbx/sbx-agent")" = "755 root" ] || die "agent mode"
 [ ! -e "$img/.sbx" ] || die "the agent landed in the image"
 ok "the agent is injected in the layer (/.sbx/sbx-agent, 0755 root); HELLO's SHA-256 matches"
 
 # ---- the overlay ----
-S A sh 'echo from-a >/tmp/only-a && echo changed >>/etc/passwd && rm /bin/vi'
-[ "$(S A exec -- cat /tmp/only-a)" = from-a ] || die "A cannot read its own file"
-[ "$(S B kind /tmp/only-a)" = absent ] || die "B sees A's file"
+in_ns A sh 'echo from-a >/tmp/only-a && echo changed >>/etc/passwd && rm /bin/vi'
+[ "$(in_ns A exec -- cat /tmp/only-a)" = from-a ] || die "A cannot read its own file"
+[ "$(in_ns B kind /tmp/only-a)" = absent ] || die "B sees A's file"
 [ ! -e "$img/tmp/only-a" ] || die "the image got A's file"
 [ -f "$SBX_NS_DIR/A/upper/tmp/only-a" ] || die "A's file is not in A's layer"
-! S B exec -- grep -q changed /etc/passwd && S B kind /bin/vi | grep -q file ||
+! in_ns B exec -- grep -q changed /etc/passwd && in_ns B kind /bin/vi | grep -q file ||
 	die "B sees A's edits"
-[ "$(S A kind /bin/vi)" = absent ] || die "A's delete"
+[ "$(in_ns A kind /bin/vi)" = absent ] || die "A's delete"
 listing "$img" | cmp -s - "$w/img.before" || die "the image changed"
 ok "overlay: A's writes and deletes are A's only (not in B, not in the image)"
-S A exec -- sh -c 'echo $(stat -c %a /tmp)' | grep -qx 1777 || die "/tmp mode"
+in_ns A exec -- sh -c 'echo $(stat -c %a /tmp)' | grep -qx 1777 || die "/tmp mode"
 ok "/tmp is the image's (1777)"
 no_mounts || die "a mount of the sandbox is visible on the host"
 ok "nothing of the sandboxes is mounted in the host's mount namespace"
@@ -146,24 +125,24 @@ echo deep >"$w/task/sub/deep/f"
 chmod 0751 "$w/task/sub"
 chmod 0600 "$w/task/a.txt"
 ln -s a.txt "$w/task/link"
-S A upload-dir "$w/task" /work/task >/dev/null
-[ "$(S A exec -- cat /work/task/sub/deep/f)" = deep ] || die "upload"
-S A download-dir /work/task "$w/back" >/dev/null
+in_ns A upload-dir "$w/task" /work/task >/dev/null
+[ "$(in_ns A exec -- cat /work/task/sub/deep/f)" = deep ] || die "upload"
+in_ns A download-dir /work/task "$w/back" >/dev/null
 diff -r --no-dereference "$w/task" "$w/back" || die "round trip differs"
 [ "$(stat -c %a "$w/back/sub")" = 751 ] && [ "$(stat -c %a "$w/back/a.txt")" = 600 ] &&
 	[ "$(readlink "$w/back/link")" = a.txt ] || die "modes or links"
-[ "$(S B kind /work/task)" = absent ] || die "B sees A's upload"
+[ "$(in_ns B kind /work/task)" = absent ] || die "B sees A's upload"
 ok "upload-dir / download-dir round trip through nsenter (contents, modes, symlink)"
 
 # ---- init reaps orphans ----
-S A exec -- sh -c 'sleep 0.3 & setsid sleep 0.3 &'
+in_ns A exec -- sh -c 'sleep 0.3 & setsid sleep 0.3 &'
 sleep 1
-zombies=$(S A sh 'for s in /proc/[0-9]*/stat; do cut -d" " -f3 $s; done 2>/dev/null | grep -c Z || true')
+zombies=$(in_ns A sh 'for s in /proc/[0-9]*/stat; do cut -d" " -f3 $s; done 2>/dev/null | grep -c Z || true')
 [ "$zombies" = 0 ] || die "$zombies zombies in A"
 ok "orphans are reaped by init (no zombie after escaped sleeps exit)"
 
 # ---- rm kills everything ----
-S A exec -- /bin/sh -c 'sleep 1000 & setsid sleep 1000 &'
+in_ns A exec -- /bin/sh -c 'sleep 1000 & setsid sleep 1000 &'
 sleeps=()
 for p in $(ns_procs "$a_ns"); do
 	[ "$(cat "/proc/$p/comm" 2>/dev/null)" = sleep ] && sleeps+=("$p")
@@ -183,16 +162,11 @@ no_mounts || die "mounts left"
 ok "rm: no state folder, layer or mount left"
 "$sbx" sandbox rm A || die "rm of an absent sandbox"
 ok "rm is idempotent (absent: exit 0)"
-set +e
-out=$("$sbx" sandbox status A)
-rc=$?
-set -e
+rc=0
+out=$("$sbx" sandbox status A) || rc=$?
 [ "$out" = "A absent" ] && [ $rc = 1 ] || die "status of absent: '$out' rc $rc"
 ok "status of an absent sandbox: 'A absent', exit 1"
-set +e
-S A hello >/dev/null 2>"$w/err"
-rc=$?
-set -e
+rc=$(rc in_ns A hello 2>"$w/err")
 [ $rc = 3 ] && grep -q 'no sandbox A' "$w/err" || die "runner on absent: rc $rc $(cat "$w/err")"
 ok "--runner ns:A on an absent sandbox: unavailable (exit 3)"
 
@@ -203,12 +177,9 @@ for _ in $(seq 1 200); do
 	[ -z "$st" ] || [ "$st" = Z ] && break
 	sleep 0.01
 done
-set +e
-out=$("$sbx" sandbox status B)
-rc=$?
-S B hello >/dev/null 2>"$w/err"
-rc2=$?
-set -e
+rc=0
+out=$("$sbx" sandbox status B) || rc=$?
+rc2=$(rc in_ns B hello 2>"$w/err")
 [[ $out == "B stopped pid $b_pid "* ]] && [ $rc = 1 ] || die "status after kill: '$out' rc $rc"
 [ $rc2 = 3 ] && grep -q 'stopped' "$w/err" || die "runner on stopped: rc $rc2 $(cat "$w/err")"
 ok "init killed from outside: status 'stopped', the runner refuses (exit 3)"
@@ -217,10 +188,7 @@ ok "init killed from outside: status 'stopped', the runner refuses (exit 3)"
 ok "rm cleans a stopped sandbox"
 
 # ---- init's signals ----
-set +e
-timeout 5 "${SBX_AGENT_DIR:-$top/build/agent}/x86_64/sbx-agent" init 2>/dev/null
-rc=$?
-set -e
+rc=$(rc timeout 5 "${SBX_AGENT_DIR:-$top/build/agent}/x86_64/sbx-agent" init 2>/dev/null)
 [ $rc = 2 ] || die "sbx-agent init outside a pid namespace: rc $rc"
 ok "sbx-agent init refuses to run unless it is PID 1"
 "$sbx" sandbox create --image "$img" --name G >/dev/null
@@ -232,7 +200,7 @@ kill -USR1 "$g_pid"
 kill -PIPE "$g_pid"
 sleep 0.1
 "$sbx" sandbox status G >/dev/null || die "init died of a signal it should ignore"
-S G exec -- sh -c 'setsid sleep 1000 &'
+in_ns G exec -- sh -c 'setsid sleep 1000 &'
 [ -n "$(ns_procs "$g_ns" | grep -vx "$g_pid")" ] || die "no sleep in G"
 kill -TERM "$g_pid"
 for _ in $(seq 1 200); do
@@ -240,38 +208,24 @@ for _ in $(seq 1 200); do
 	sleep 0.01
 done
 [ -z "$(ns_procs "$g_ns")" ] || die "SIGTERM left $(ns_procs "$g_ns")"
-set +e
-"$sbx" sandbox status G >/dev/null
-rc=$?
-set -e
-[ $rc = 1 ] || die "G after SIGTERM: rc $rc"
+[ "$(rc "$sbx" sandbox status G)" = 1 ] || die "G after SIGTERM: $("$sbx" sandbox status G)"
 "$sbx" sandbox rm G
 ok "init ignores HUP INT USR1 PIPE; SIGTERM kills the whole sandbox and ends it"
 
 # ---- failed and refused creates leave nothing ----
 "$sbx" sandbox create --image "$img" --name C >/dev/null
 c_pid=$(init_pid C)
-set +e
-"$sbx" sandbox create --image "$img" --name C 2>"$w/err"
-rc=$?
-set -e
+rc=$(rc "$sbx" sandbox create --image "$img" --name C 2>"$w/err")
 [ $rc = 2 ] && grep -q 'already exists' "$w/err" || die "duplicate name: rc $rc"
 [ "$(init_pid C)" = "$c_pid" ] && "$sbx" sandbox status C >/dev/null || die "C was disturbed"
 ok "a taken name is refused (exit 2); the running sandbox is untouched"
-set +e
-"$sbx" sandbox create --image "$img" --name ../x 2>/dev/null
-rc1=$?
-"$sbx" sandbox create --image "$w/missing" --name D 2>/dev/null
-rc2=$?
-set -e
+rc1=$(rc "$sbx" sandbox create --image "$img" --name ../x 2>/dev/null)
+rc2=$(rc "$sbx" sandbox create --image "$w/missing" --name D 2>/dev/null)
 [ $rc1 = 2 ] && [ $rc2 = 2 ] || die "bad name rc $rc1, missing image rc $rc2"
 ok "a bad name or a missing image: usage (exit 2)"
 mkdir -p "$w/evil" "$w/outside"
 ln -s "$w/outside" "$w/evil/dev" # absolute: resolved on the host before the pivot
-set +e
-"$sbx" sandbox create --image "$w/evil" --name E 2>"$w/err"
-rc=$?
-set -e
+rc=$(rc "$sbx" sandbox create --image "$w/evil" --name E 2>"$w/err")
 [ $rc = 3 ] && grep -q '/dev' "$w/err" || die "evil image: rc $rc $(cat "$w/err")"
 [ -z "$(ls -A "$w/outside")" ] || die "the create wrote through the image's /dev symlink"
 [ -z "$(ls -A "$SBX_NS_DIR" | grep -v '^C$' || true)" ] || die "failed create left $(ls -A "$SBX_NS_DIR")"
@@ -282,8 +236,8 @@ ok "an image whose /dev is a symlink is refused (exit 3), nothing written or lef
 mkdir -p "$w/tiny"
 cp "$img/bin/busybox" "$w/tiny/busybox"
 "$sbx" sandbox create --image "$w/tiny" --name T >/dev/null
-[ "$(S T exec -- /busybox echo hi)" = hi ] && [ "$(S T kind /proc/1)" = dir ] &&
-	[ "$(S T kind /tmp)" = absent ] || die "tiny image"
+[ "$(in_ns T exec -- /busybox echo hi)" = hi ] && [ "$(in_ns T kind /proc/1)" = dir ] &&
+	[ "$(in_ns T kind /tmp)" = absent ] || die "tiny image"
 [ "$(ls -A "$w/tiny")" = busybox ] || die "the tiny image changed"
 ok "an image without /proc /dev /sys /tmp or a shell: mount points made in the layer only"
 
@@ -291,12 +245,12 @@ ok "an image without /proc /dev /sys /tmp or a shell: mount points made in the l
 printf 'name=tiny\narch=aarch64\n' >"$w/tiny/.sbx-image"
 "$sbx" sandbox create --image "$w/tiny" --name F >/dev/null
 "$sbx" sandbox status F | grep -q ' arch aarch64 ' || die "F's arch: $("$sbx" sandbox status F)"
-S F --json hello | grep -q '"arch":"aarch64"' || die "F's agent is not aarch64"
-[ "$(S F exec -- /busybox cat /proc/1/cmdline | tr '\0' ' ')" = "sbx-agent init " ] || die "F's init"
+in_ns F --json hello | grep -q '"arch":"aarch64"' || die "F's agent is not aarch64"
+[ "$(in_ns F exec -- /busybox cat /proc/1/cmdline | tr '\0' ' ')" = "sbx-agent init " ] || die "F's init"
 ok "an image declaring arch=aarch64 gets the aarch64 agent (through the layer's qemu), a native init"
 if [ -x "$top/build/images/noshell-x86_64/hello" ]; then
 	"$sbx" sandbox create --image "$top/build/images/noshell-x86_64" --name N >/dev/null
-	S N exec -- /hello >/dev/null || die "noshell: /hello"
+	in_ns N exec -- /hello >/dev/null || die "noshell: /hello"
 	"$sbx" sandbox rm N
 	ok "build/images/noshell-x86_64: /hello runs"
 fi

@@ -11,24 +11,12 @@
 #   process, and one past its deadline: signed receipts with termination witnessed, and no
 #   process of the run left in the sandbox.
 # One "  ok: ..." line per check; everything under one temp folder, removed on exit.
-set -euo pipefail
-[ "${SBX_TRACE:-}" = 1 ] && set -x
+. "$(dirname "$0")/lib/suite.sh"
+suite_begin root
 sbx=$(realpath "$1")
-top=$(cd "$(dirname "$0")/.." && pwd)
 agent=$top/build/agent/x86_64/sbx-agent
-w=$(mktemp -d /tmp/sbx-nssuite-XXXXXX)
 export SBX_NS_DIR=$w/state
-cleanup() {
-	for n in $("$sbx" sandbox ls 2>/dev/null); do "$sbx" sandbox rm "$n" >/dev/null 2>&1 || true; done
-	rm -rf "$w"
-}
-trap cleanup EXIT
-. "$(dirname "$0")/lib/check.sh"
-S() {
-	local n=$1
-	shift
-	"$sbx" --runner "ns:$n" "$@"
-}
+on_exit remove_sandboxes
 . "$top/tests/lib/fidelity_tree.sh"
 . "$top/tests/lib/escapes.sh"
 src=$w/src
@@ -42,30 +30,29 @@ for image in busybox-x86_64 debian-x86_64; do
 	a=$("$sbx" sandbox create --image "$img")
 	b=$("$sbx" sandbox create --image "$img")
 
-	S "$a" upload-dir "$src" /data
-	S "$a" download-dir --links keep --archive-copy "$w/c1.tar" /data "$w/dl1" >/dev/null
-	S "$b" upload-archive "$w/c1.tar" dir /data
-	S "$b" download-dir --links keep --archive-copy "$w/c2.tar" /data "$w/dl2" >/dev/null
+	in_ns "$a" upload-dir "$src" /data
+	in_ns "$a" download-dir --links keep --archive-copy "$w/c1.tar" /data "$w/dl1" >/dev/null
+	in_ns "$b" upload-archive "$w/c1.tar" dir /data
+	in_ns "$b" download-dir --links keep --archive-copy "$w/c2.tar" /data "$w/dl2" >/dev/null
 	cmp -s "$w/c0.tar" "$w/c1.tar" || die "$image: the archive of the uploaded tree differs from the source's"
 	cmp -s "$w/c1.tar" "$w/c2.tar" || die "$image: the replayed tree's archive differs"
-	[ "$(S "$b" stat /data/f4755 | awk '{print $2, $3}')" = "file 4755" ] || die "$image: set-uid lost: $(S "$b" stat /data/f4755)"
+	[ "$(in_ns "$b" stat /data/f4755 | awk '{print $2, $3}')" = "file 4755" ] || die "$image: set-uid lost: $(in_ns "$b" stat /data/f4755)"
 	rm -rf "$w/dl1" "$w/dl2" "$w/c1.tar" "$w/c2.tar"
 	ok "$image: fidelity tree (sparse 3 GiB, set-id, owners, links, long paths) through two sandboxes: three archives byte-identical"
 
-	S "$a" sh 'mkdir -p /t && echo before >/t/before'
+	in_ns "$a" sh 'mkdir -p /t && echo before >/t/before'
 	n=0
 	for h in "$w"/hostile/*.tar; do
-		rc=0
-		S "$a" upload-archive "$h" dir /t 2>/dev/null || rc=$?
+		rc=$(rc in_ns "$a" upload-archive "$h" dir /t 2>/dev/null)
 		[ $rc = 5 ] || die "$image: $(basename "$h"): exit $rc, want 5"
 		n=$((n + 1))
 	done
-	[ "$(S "$a" sh 'ls -A /t; cat /etc/passwd | head -1')" = "$(printf 'before\nroot:x:0:0:root:/root:%s' "$(sed -n 's/^root:x:0:0:[^:]*:[^:]*:\(.*\)/\1/p' "$img/etc/passwd")")" ] ||
-		die "$image: target or /etc changed: $(S "$a" sh 'ls -A /t; head -1 /etc/passwd')"
+	[ "$(in_ns "$a" sh 'ls -A /t; cat /etc/passwd | head -1')" = "$(printf 'before\nroot:x:0:0:root:/root:%s' "$(sed -n 's/^root:x:0:0:[^:]*:[^:]*:\(.*\)/\1/p' "$img/etc/passwd")")" ] ||
+		die "$image: target or /etc changed: $(in_ns "$a" sh 'ls -A /t; head -1 /etc/passwd')"
 	ok "$image: $n hostile archives refused in the sandbox (exit 5), target and /etc unchanged"
 
 	# Supervision: each harness leaves something behind; after the run nothing of it is left.
-	check_escapes S "$a" "$image" "$w/rec"
+	check_escapes in_ns "$a" "$image" "$w/rec"
 	ok "$image: ${#escape_cases[@]} escaping harnesses (setsid, double fork, TERM ignored, SIGSTOP): receipts verified, termination witnessed, nothing left"
 
 	"$sbx" sandbox rm "$a" "$b"

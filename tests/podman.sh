@@ -10,29 +10,19 @@
 # through a logging wrapper. Measures injection + first HELLO against `podman exec N true`,
 # and 1000 kind probes over one session against `podman exec N sh -c '[ -d /tmp ]'`. Every
 # container and image it made is removed on exit.
-set -euo pipefail
-[ "${SBX_TRACE:-}" = 1 ] && set -x
+. "$(dirname "$0")/lib/suite.sh"
+suite_begin root podman
 sbx=$(realpath "$1")
-top=$(cd "$(dirname "$0")/.." && pwd)
 imgdir=$(realpath "${2:-$top/build/images}")
-[ "$(id -u)" = 0 ] || { echo "podman.sh: needs root" >&2; exit 1; }
-command -v podman >/dev/null || { echo "podman.sh: no podman (toolchain/deps.sh installs it)" >&2; exit 1; }
-w=$(mktemp -d /tmp/sbx-podman-XXXXXX)
 export SBX_PODMAN_DIR=$w/hints
 p=t$$ # prefix of every container and image made here
-. "$(dirname "$0")/lib/podman.sh"
-cleanup() {
-	podman_cleanup "$p"
-	rm -rf "$w"
-}
-trap cleanup EXIT
-. "$(dirname "$0")/lib/check.sh"
-now() { date +%s.%N; }
-calc() { python3 -c "print($*)"; }
+. "$top/tests/lib/podman.sh"
+on_exit 'podman_cleanup "$p"'
 agent=$top/build/agent/x86_64/sbx-agent
 sha=$(sha256sum "$agent" | cut -d' ' -f1)
 fname=.sbx-agent-${sha:0:12}
-# A podman that logs its subcommand: L runs sbx with it, calls prints what it was asked.
+# A podman that logs its subcommand: in_podman_logged runs sbx with it, calls prints what it
+# was asked.
 mkdir -p "$w/bin"
 # The direct socket's background `inspect --format {{.State.Pid}}` is logged as "pid", apart: it runs
 # alongside the session's exec, so its place in the order is not fixed.
@@ -42,7 +32,7 @@ if [ "\$1 \${5:-}" = "inspect {{.State.Pid}}" ]; then echo pid >>$w/pids; else e
 exec $(command -v podman) "\$@"
 EOF
 chmod 0755 "$w/bin/podman"
-L() { : >"$w/calls"; : >"$w/pids"; PATH="$w/bin:$PATH" S "$@"; }
+in_podman_logged() { : >"$w/calls"; : >"$w/pids"; PATH="$w/bin:$PATH" in_podman "$@"; }
 calls() { paste -sd' ' "$w/calls"; }
 pids() { wc -l <"$w/pids"; }
 # A container sbx did not create (its PID 1 is the image's program, no agent inside).
@@ -83,7 +73,7 @@ for img in busybox-x86_64 debian-x86_64 noshell-x86_64; do
 		die "$img: create"
 	"$sbx" sandbox status "podman:$n" | grep -qE "^podman:$n running( pid [0-9]+)? arch x86_64 " || die "$img: status"
 	ok "$img: imported as sbx-$p-$img, container $n created and running (init is the agent)"
-	L "$n" hello >"$w/hello" || die "$img: hello"
+	in_podman_logged "$n" hello >"$w/hello" || die "$img: hello"
 	grep -qx "sha256 $sha" "$w/hello" || die "$img: HELLO's sha256 is not the local agent's: $(cat "$w/hello")"
 	[ -z "$(calls)" ] && [ "$(pids)" = 0 ] && grep -qx "channel resident" "$w/hello" ||
 		die "$img: first use took podman calls: $(calls), $(pids) pid queries, $(tail -1 "$w/hello")"
@@ -93,51 +83,51 @@ for img in busybox-x86_64 debian-x86_64 noshell-x86_64; do
 	want=exec
 	[ "$img" = noshell-x86_64 ] && want="exec inspect exec"
 	export SBX_RESIDENT=0
-	L "$n" hello >"$w/hello" || die "$img: hello (exec)"
+	in_podman_logged "$n" hello >"$w/hello" || die "$img: hello (exec)"
 	[ "$(calls)" = "$want" ] && [ "$(pids)" = 0 ] && grep -qx "channel direct" "$w/hello" ||
 		die "$img: exec way: $(calls), $(pids) pid queries, $(tail -1 "$w/hello")"
 	rm "$SBX_PODMAN_DIR/podman-$n.pid"
-	L "$n" hello >"$w/hello"
+	in_podman_logged "$n" hello >"$w/hello"
 	[ "$(calls)" = "$want" ] && [ "$(pids)" = 0 ] && grep -qx "channel exec" "$w/hello" ||
 		die "$img: one-shot, PID forgotten: $(calls), $(pids) pid queries, $(tail -1 "$w/hello")"
-	echo '{"id":1,"op":"hello"}' | L "$n" session >"$w/hello"
+	echo '{"id":1,"op":"hello"}' | in_podman_logged "$n" session >"$w/hello"
 	[ "$(calls)" = "$want" ] && [ "$(pids)" = 1 ] && grep -q '"channel":"direct"' "$w/hello" ||
 		die "$img: session: $(calls), $(pids) pid queries, $(cat "$w/hello")"
-	L "$n" hello >"$w/hello"
+	in_podman_logged "$n" hello >"$w/hello"
 	[ "$(calls)" = "$want" ] && [ "$(pids)" = 0 ] && grep -qx "channel direct" "$w/hello" ||
 		die "$img: a later use: $(calls), $(pids) pid queries, $(tail -1 "$w/hello")"
-	[ "$(SBX_DIRECT=0 S "$n" hello | tail -1)" = "channel exec" ] || die "$img: SBX_DIRECT=0"
-	[ "$(S "$n" kind "/$fname")" = file ] && [ "$(S "$n" kind "/tmp/$fname")" = absent ] ||
+	[ "$(SBX_DIRECT=0 in_podman "$n" hello | tail -1)" = "channel exec" ] || die "$img: SBX_DIRECT=0"
+	[ "$(in_podman "$n" kind "/$fname")" = file ] && [ "$(in_podman "$n" kind "/tmp/$fname")" = absent ] ||
 		die "$img: the agent should run from init's /$fname, nothing copied"
 	unset SBX_RESIDENT
 	ok "$img: the exec way (SBX_RESIDENT=0) runs init's own binary /$fname (nothing copied) with podman calls: $want, then moves to the direct socket; with the PID forgotten a one-shot stays on podman exec and a session asks for it once (alongside the exec); SBX_DIRECT=0 stays on podman exec"
-	[ "$(S "$n" hello | tail -1)" = "channel resident" ] || die "$img: resident again"
+	[ "$(in_podman "$n" hello | tail -1)" = "channel resident" ] || die "$img: resident again"
 	if [ "$img" != noshell-x86_64 ]; then
 		podman exec "$n" rm /.sbx-serve/s
-		L "$n" hello >"$w/hello"
+		in_podman_logged "$n" hello >"$w/hello"
 		[ "$(calls)" = exec ] && grep -qx "channel direct" "$w/hello" ||
 			die "$img: socket removed: $(calls), $(tail -1 "$w/hello")"
 		ok "$img: the resident socket removed inside the container: one podman exec, then the direct socket"
 	fi
-	[ "$(S "$n" kind /etc)" = dir ] && [ "$(S "$n" kind /nonexistent)" = absent ] &&
-		[ "$(S "$n" resolve /proc/self/..)" = /proc ] || die "$img: probes"
+	[ "$(in_podman "$n" kind /etc)" = dir ] && [ "$(in_podman "$n" kind /nonexistent)" = absent ] &&
+		[ "$(in_podman "$n" resolve /proc/self/..)" = /proc ] || die "$img: probes"
 	ok "$img: probes (kind dir/absent, resolve)"
 	if [ "$img" = noshell-x86_64 ]; then
-		S "$n" exec -- /hello >"$w/out" || die "$img: exec /hello"
+		in_podman "$n" exec -- /hello >"$w/out" || die "$img: exec /hello"
 		rc=0
-		S "$n" sh 'true' 2>/dev/null || rc=$?
+		in_podman "$n" sh 'true' 2>/dev/null || rc=$?
 		[ $rc = 127 ] || die "$img: sh should not start (exit $rc)"
 		ok "$img: exec /hello works; sh is not there (127)"
 	else
-		[ "$(S "$n" exec -- sh -c 'echo $((6*7)); echo err >&2' 2>/dev/null)" = 42 ] || die "$img: exec"
+		[ "$(in_podman "$n" exec -- sh -c 'echo $((6*7)); echo err >&2' 2>/dev/null)" = 42 ] || die "$img: exec"
 		rc=0
-		S "$n" exec -- sh -c 'exit 7' || rc=$?
+		in_podman "$n" exec -- sh -c 'exit 7' || rc=$?
 		[ $rc = 7 ] || die "$img: exit status $rc"
 		ok "$img: exec (stdout, exit status 7)"
 	fi
-	S "$n" upload-dir "$w/task" /work/task >/dev/null || die "$img: upload-dir"
+	in_podman "$n" upload-dir "$w/task" /work/task >/dev/null || die "$img: upload-dir"
 	rm -rf "$w/back"
-	S "$n" download-dir /work/task "$w/back" >/dev/null || die "$img: download-dir"
+	in_podman "$n" download-dir /work/task "$w/back" >/dev/null || die "$img: download-dir"
 	diff -r --no-dereference "$w/task" "$w/back" || die "$img: round trip differs"
 	[ "$(stat -c %a "$w/back/sub")" = 751 ] && [ "$(stat -c %a "$w/back/a.txt")" = 600 ] &&
 		[ "$(stat -c %a "$w/back/empty")" = 700 ] && [ "$(readlink "$w/back/link")" = a.txt ] ||
@@ -164,12 +154,12 @@ for img in busybox-x86_64 debian-x86_64 noshell-x86_64; do
 		ok "$img: a 64 MiB upload on the resident agent: the host reads $((hr >> 20)) MiB, writes $((hw >> 20)) MiB (the files once, the pipe once; the rest spliced)"
 	fi
 	if [ "$img" != noshell-x86_64 ]; then
-		S "$n" run --session /tmp/s1 --timeout 5 -- sh -c 'sleep 100 & exit 0' >"$w/receipt" ||
+		in_podman "$n" run --session /tmp/s1 --timeout 5 -- sh -c 'sleep 100 & exit 0' >"$w/receipt" ||
 			die "$img: run"
 		grep -q '"termination_witnessed":true' "$w/receipt" && grep -q '"residual":\[\]' "$w/receipt" ||
 			die "$img: receipt $(cat "$w/receipt")"
-		S "$n" receipt --session /tmp/s1 >/dev/null || die "$img: the receipt does not verify"
-		[ "$(S "$n" exec -- sh -c 'ps -o comm 2>/dev/null | grep -c "^sleep" || true')" = 0 ] ||
+		in_podman "$n" receipt --session /tmp/s1 >/dev/null || die "$img: the receipt does not verify"
+		[ "$(in_podman "$n" exec -- sh -c 'ps -o comm 2>/dev/null | grep -c "^sleep" || true')" = 0 ] ||
 			die "$img: the background sleep survived"
 		ok "$img: run --session (sleep 100 & exit 0): signed receipt verifies, termination witnessed, nothing left"
 	fi
@@ -181,39 +171,39 @@ mkdir -p "$w/other/x86_64"
 { cat "$agent"; printf x; } >"$w/other/x86_64/sbx-agent"
 chmod 0755 "$w/other/x86_64/sbx-agent"
 osha=$(sha256sum "$w/other/x86_64/sbx-agent" | cut -d' ' -f1)
-SBX_AGENT_DIR=$w/other S "$p-noshell" hello >"$w/hello"
+SBX_AGENT_DIR=$w/other in_podman "$p-noshell" hello >"$w/hello"
 grep -qx "sha256 $osha" "$w/hello" && ! grep -qx "channel resident" "$w/hello" ||
 	die "another build: $(cat "$w/hello")"
-[ "$(S "$p-noshell" hello | tail -1)" = "channel resident" ] || die "another build: resident again"
+[ "$(in_podman "$p-noshell" hello | tail -1)" = "channel resident" ] || die "another build: resident again"
 ok "a host with another agent build does not take the resident agent (its digest differs): the exec way delivers its own; this host's still takes it"
 n=$p-wd
 "$sbx" sandbox create --runner podman --image "sbx-$p-busybox-x86_64" --name "$n" --engine-arg --workdir=/etc >/dev/null ||
 	die "workdir: create"
-[ "$(S "$n" hello | tail -1)" = "channel resident" ] && [ "$(S "$n" exec -- pwd)" = /etc ] &&
-	[ "$(SBX_RESIDENT=0 S "$n" exec -- pwd)" = /etc ] || die "workdir: a command does not start in /etc"
+[ "$(in_podman "$n" hello | tail -1)" = "channel resident" ] && [ "$(in_podman "$n" exec -- pwd)" = /etc ] &&
+	[ "$(SBX_RESIDENT=0 in_podman "$n" exec -- pwd)" = /etc ] || die "workdir: a command does not start in /etc"
 "$sbx" sandbox rm "podman:$n" >/dev/null
 ok "a command started through the resident agent starts in the container's working folder (--workdir /etc), as through podman exec"
 
 # A tarball is imported once per content: a second create from the same bytes runs no import
 # (one image inspect finds sbx-BASE:SHA16); other bytes under the same basename are imported
 # as an image of their own, and sbx-BASE (latest) follows the newest import.
-C() { : >"$w/calls"; PATH="$w/bin:$PATH" "$sbx" sandbox create --runner podman "$@" >/dev/null; }
+create_logged() { : >"$w/calls"; PATH="$w/bin:$PATH" "$sbx" sandbox create --runner podman "$@" >/dev/null; }
 tsha=$(sha256sum "$imgdir/busybox-x86_64.tar" | cut -d' ' -f1)
-C --image "$w/$p-busybox-x86_64.tar" --name "$p-again" || die "import once: create"
+create_logged --image "$w/$p-busybox-x86_64.tar" --name "$p-again" || die "import once: create"
 ! grep -qx import "$w/calls" && grep -qx image "$w/calls" || die "import once: same tarball: $(calls)"
 [ "$(podman inspect --format '{{.Config.Image}}' "$p-again")" = "localhost/sbx-$p-busybox-x86_64:${tsha:0:16}" ] ||
 	die "import once: image $(podman inspect --format '{{.Config.Image}}' "$p-again")"
 [ "$(podman image inspect --format '{{index .Labels "sbx.tarball"}}' "sbx-$p-busybox-x86_64:${tsha:0:16}")" = "$tsha" ] ||
 	die "import once: label"
-[ "$(S "$p-again" hello | tail -1)" = "channel resident" ] || die "import once: hello"
+[ "$(in_podman "$p-again" hello | tail -1)" = "channel resident" ] || die "import once: hello"
 mkdir -p "$w/v2"
 cp "$imgdir/busybox-x86_64.tar" "$w/v2/$p-busybox-x86_64.tar"
 mkdir -p "$w/v2x/etc" && echo two >"$w/v2x/etc/sbx-version" && tar -C "$w/v2x" -rf "$w/v2/$p-busybox-x86_64.tar" ./etc/sbx-version
 ln -s "$imgdir/busybox-x86_64" "$w/v2/$p-busybox-x86_64"
 vsha=$(sha256sum "$w/v2/$p-busybox-x86_64.tar" | cut -d' ' -f1)
-C --image "$w/v2/$p-busybox-x86_64.tar" --name "$p-v2" || die "import once: create v2"
+create_logged --image "$w/v2/$p-busybox-x86_64.tar" --name "$p-v2" || die "import once: create v2"
 grep -qx import "$w/calls" || die "import once: other bytes not imported: $(calls)"
-[ "$(S "$p-v2" exec -- cat /etc/sbx-version)" = two ] && [ "$(S "$p-again" kind /etc/sbx-version)" = absent ] ||
+[ "$(in_podman "$p-v2" exec -- cat /etc/sbx-version)" = two ] && [ "$(in_podman "$p-again" kind /etc/sbx-version)" = absent ] ||
 	die "import once: the two containers should hold their own tarball's files"
 [ "$(podman image inspect --format '{{.Id}}' "sbx-$p-busybox-x86_64")" = "$(podman image inspect --format '{{.Id}}' "sbx-$p-busybox-x86_64:${vsha:0:16}")" ] ||
 	die "import once: sbx-$p-busybox-x86_64 (latest) is not the newest import"
@@ -224,7 +214,7 @@ ok "a tarball is imported once per content: a second create from the same bytes 
 bb=sbx-$p-busybox-x86_64
 n=$p-f1
 foreign "$n" "$bb" -- sleep 1000000
-L "$n" hello | grep -qx "sha256 $sha" || die "missing: hello"
+in_podman_logged "$n" hello | grep -qx "sha256 $sha" || die "missing: hello"
 [ "$(calls)" = exec ] || die "missing: podman calls: $(calls)"
 [ "$(where "$n")" = "/tmp/$fname" ] && [ "$(inside_sha "$n" "/tmp/$fname")" = "$sha" ] &&
 	[ "$(podman exec "$n" stat -c %a "/tmp/$fname")" = 755 ] || die "missing: agent at $(where "$n")"
@@ -232,28 +222,28 @@ L "$n" hello | grep -qx "sha256 $sha" || die "missing: hello"
 ok "missing: delivered and started in one podman exec (sh reports uname -m, receives the agent on the same stdin): /tmp/$fname 0755, identical bytes, no temporary left"
 before=$(podman exec "$n" stat -c '%i %Z' "/tmp/$fname")
 sleep 1
-L "$n" hello >/dev/null
+in_podman_logged "$n" hello >/dev/null
 [ "$(calls)" = exec ] && [ "$(podman exec "$n" stat -c '%i %Z' "/tmp/$fname")" = "$before" ] ||
 	die "reuse: copied again or more calls: $(calls)"
 ok "reuse: a second connection is one podman exec that finds /tmp/$fname (same inode and ctime)"
 podman exec "$n" sh -c "printf '#!/bin/sh\necho garbage\n' > /tmp/$fname; chmod 0755 /tmp/$fname"
-S "$n" hello | grep -qx "sha256 $sha" || die "stale script not replaced"
+in_podman "$n" hello | grep -qx "sha256 $sha" || die "stale script not replaced"
 [ "$(inside_sha "$n" "/tmp/$fname")" = "$sha" ] || die "stale file still there"
 ok "stale: a script planted at /tmp/$fname (it prints garbage where frames belong) is replaced; HELLO matches"
 podman cp "$top/build/agent/i386/sbx-agent" "$n:/tmp/$fname"
 [ "$(inside_sha "$n" "/tmp/$fname")" != "$sha" ] || die "plant"
-S "$n" hello | grep -qx "sha256 $sha" || die "another agent not replaced"
+in_podman "$n" hello | grep -qx "sha256 $sha" || die "another agent not replaced"
 [ "$(inside_sha "$n" "/tmp/$fname")" = "$sha" ] || die "other agent still there"
 ok "stale: another agent (i386, a different SHA-256) at the expected path answers HELLO; replaced"
 podman exec "$n" rm -f "/tmp/$fname"
-L "$n" hello | grep -qx "sha256 $sha" || die "missing agent"
+in_podman_logged "$n" hello | grep -qx "sha256 $sha" || die "missing agent"
 [ "$(calls)" = exec ] && [ "$(where "$n")" = "/tmp/$fname" ] || die "deleted: $(calls)"
 ok "missing again: the agent deleted inside the container is delivered again in one exec"
 
 n=$p-noexec
 foreign "$n" "$bb" --tmpfs=/tmp:rw,noexec -- sleep 1000000
 podman exec "$n" grep -q ' /tmp tmpfs .*noexec' /proc/mounts || die "no noexec /tmp"
-L "$n" hello | grep -qx "sha256 $sha" || die "noexec: hello"
+in_podman_logged "$n" hello | grep -qx "sha256 $sha" || die "noexec: hello"
 at=$(where "$n")
 case $at in "" | /tmp/* | /dev/shm/*) die "noexec: agent at '$at'" ;; esac
 [ "$(calls)" = exec ] && [ -z "$(podman exec "$n" sh -c 'ls -a /tmp /dev/shm | grep sbx-agent || true')" ] ||
@@ -262,13 +252,13 @@ ok "noexec /tmp (--tmpfs /tmp:rw,noexec; /dev/shm is noexec too): one exec; the 
 
 n=$p-stream
 foreign "$n" "$bb" -- sleep 1000000
-SBX_PODMAN_COPY=stream S "$n" hello | grep -qx "sha256 $sha" || die "stream: hello"
+SBX_PODMAN_COPY=stream in_podman "$n" hello | grep -qx "sha256 $sha" || die "stream: hello"
 [ "$(podman exec "$n" stat -c %a "/tmp/$fname")" = 755 ] || die "stream: mode"
 ok "the older way, without podman cp: streamed through sh -c 'cat > tmp && chmod && mv' (0755); HELLO matches"
 n=$p-cp
 foreign "$n" "$bb" -- sleep 1000000
 : >"$w/calls"
-SBX_NO_BOOT=1 PATH="$w/bin:$PATH" S "$n" hello | grep -qx "sha256 $sha" || die "cp: hello"
+SBX_NO_BOOT=1 PATH="$w/bin:$PATH" in_podman "$n" hello | grep -qx "sha256 $sha" || die "cp: hello"
 [ "$(calls)" = "inspect image cp exec" ] && [ "$(inside_sha "$n" "/tmp/$fname")" = "$sha" ] ||
 	die "cp: podman calls: $(calls)"
 ok "without the one-exec way (SBX_NO_BOOT=1): inspect, image inspect, podman cp, exec; the agent at /tmp/$fname"
@@ -276,10 +266,10 @@ ok "without the one-exec way (SBX_NO_BOOT=1): inspect, image inspect, podman cp,
 n=$p-noshell2
 foreign "$n" "sbx-$p-noshell-x86_64" -- /hello --wait
 rc=0
-SBX_PODMAN_COPY=stream S "$n" hello >/dev/null 2>&1 || rc=$?
+SBX_PODMAN_COPY=stream in_podman "$n" hello >/dev/null 2>&1 || rc=$?
 [ $rc = 3 ] || die "noshell: streaming should fail without a shell (exit $rc)"
-L "$n" hello | grep -qx "sha256 $sha" || die "noshell: native copy"
-[ "$(calls)" = "exec inspect image cp exec" ] && [ "$(S "$n" kind "/tmp/$fname")" = file ] ||
+in_podman_logged "$n" hello | grep -qx "sha256 $sha" || die "noshell: native copy"
+[ "$(calls)" = "exec inspect image cp exec" ] && [ "$(in_podman "$n" kind "/tmp/$fname")" = file ] ||
 	die "noshell: podman calls: $(calls)"
 ok "no shell: the one-exec way and streaming cannot work (streaming: unavailable, exit 3); the native copy does (exec refused, inspect, image inspect, podman cp, exec)"
 
@@ -295,7 +285,7 @@ chmod 0755 "$w/hang/podman"
 n=$p-hang
 foreign "$n" "$bb" -- sleep 1000000
 t0=$(now)
-out=$(echo '{"id":1,"op":"hello"}' | SBX_PODMAN_PID_WAIT=1 PATH="$w/hang:$PATH" S "$n" session)
+out=$(echo '{"id":1,"op":"hello"}' | SBX_PODMAN_PID_WAIT=1 PATH="$w/hang:$PATH" in_podman "$n" session)
 t1=$(now)
 echo "$out" | grep -q '"channel":"exec"' || die "hang: $out"
 calc "$t1 - $t0 < 10" | grep -qx True || die "hang: took $(calc "$t1 - $t0") s"
@@ -303,11 +293,11 @@ calc "$t1 - $t0 < 10" | grep -qx True || die "hang: took $(calc "$t1 - $t0") s"
 ok "a hung engine asked for the PID is killed after SBX_PODMAN_PID_WAIT (1 s here, 20 by default); the session stays on podman exec"
 
 rc=0
-S "$p-absent" hello 2>/dev/null || rc=$?
+in_podman "$p-absent" hello 2>/dev/null || rc=$?
 [ $rc = 3 ] || die "absent container: exit $rc"
 podman stop -t 0 "$p-stream" >/dev/null 2>&1 || true
 rc=0
-S "$p-stream" hello 2>"$w/err" || rc=$?
+in_podman "$p-stream" hello 2>"$w/err" || rc=$?
 [ $rc = 3 ] && grep -q "is exited" "$w/err" || die "stopped container: exit $rc $(cat "$w/err")"
 rc=0
 "$sbx" sandbox status "podman:$p-stream" >/dev/null || rc=$?
@@ -320,14 +310,14 @@ foreign "$n" "$bb" -- sleep 1000000
 t0=$(now)
 podman exec "$n" true
 t1=$(now)
-S "$n" hello >/dev/null
+in_podman "$n" hello >/dev/null
 t2=$(now)
-S "$n" hello >/dev/null
+in_podman "$n" hello >/dev/null
 t3=$(now)
 echo "  figure: podman exec N true $(calc "round($t1-$t0,3)") s; injection + first HELLO $(calc "round($t2-$t1,3)") s (x$(calc "round(($t2-$t1)/($t1-$t0),1)")); later HELLO $(calc "round($t3-$t2,3)") s"
 for i in $(seq 1 1000); do echo "{\"id\":$i,\"op\":\"kind\",\"path\":\"/tmp\"}"; done >"$w/probes"
 t0=$(now)
-S "$n" session <"$w/probes" >"$w/answers"
+in_podman "$n" session <"$w/probes" >"$w/answers"
 t1=$(now)
 [ "$(grep -c '"kind":"dir"' "$w/answers")" = 1000 ] || die "1000 probes"
 for i in $(seq 1 20); do podman exec "$n" sh -c '[ -d /tmp ]'; done

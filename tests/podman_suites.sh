@@ -20,25 +20,16 @@
 # (a note says so). Nothing registered by anyone else is touched. SBX_PODMAN_SUITES_IMAGES
 # picks a subset ("busybox-x86_64 busybox-aarch64", ...).
 # One "  ok: ..." line per check; every container and image made here is removed on exit.
-set -euo pipefail
-[ "${SBX_TRACE:-}" = 1 ] && set -x
+. "$(dirname "$0")/lib/suite.sh"
+suite_begin root podman
 sbx=$(realpath "$1")
-top=$(cd "$(dirname "$0")/.." && pwd)
 imgdir=$(realpath "${2:-$top/build/images}")
 images=${SBX_PODMAN_SUITES_IMAGES:-busybox-x86_64 debian-x86_64 noshell-x86_64 busybox-aarch64}
-[ "$(id -u)" = 0 ] || { echo "podman_suites.sh: needs root" >&2; exit 1; }
-command -v podman >/dev/null || { echo "podman_suites.sh: no podman" >&2; exit 1; }
 agent=$top/build/agent/x86_64/sbx-agent
-w=$(mktemp -d /tmp/sbx-podsuite-XXXXXX)
 export SBX_PODMAN_DIR=$w/hints
 p=ps$$ # prefix of every container and image made here
-. "$(dirname "$0")/lib/podman.sh"
-cleanup() {
-	podman_cleanup "$p"
-	rm -rf "$w"
-}
-trap cleanup EXIT
-. "$(dirname "$0")/lib/check.sh"
+. "$top/tests/lib/podman.sh"
+on_exit 'podman_cleanup "$p"'
 
 . "$top/tests/lib/fidelity_tree.sh"
 case " $images " in *" busybox-x86_64 "* | *" debian-x86_64 "* | *" noshell-x86_64 "*)
@@ -71,7 +62,10 @@ case " $images " in *-aarch64*)
 	;;
 esac
 
-. "$(dirname "$0")/lib/escapes.sh"
+. "$top/tests/lib/escapes.sh"
+# A container the exec way (SBX_RESIDENT=0: podman exec, then the direct socket), not through
+# its resident agent: the suites cross both.
+in_podman_exec() { SBX_RESIDENT=0 in_podman "$@"; }
 
 for image in $images; do
 	[ -f "$imgdir/$image.tar" ] && [ -d "$imgdir/$image" ] || die "no $imgdir/$image.tar (make images)"
@@ -84,18 +78,17 @@ for image in $images; do
 		die "$image: create A"
 	"$sbx" sandbox create --runner podman --image "sbx-$p-$image" --name "$b" >/dev/null ||
 		die "$image: create B"
-	# A is reached through its resident agent (init's socket); B the exec way (SBX_RESIDENT=0:
-	# podman exec, then the direct socket), so the suites cross both.
-	SB() { SBX_RESIDENT=0 S "$@"; }
-	S "$a" --json hello >"$w/hello" || die "$image: hello"
-	grep -q '"channel":"resident"' "$w/hello" || die "$image: A's channel: $(cat "$w/hello")"
-	SB "$b" --json hello | grep -q '"channel":"direct"' || die "$image: B's channel"
-	grep -q "\"arch\":\"$arch\"" "$w/hello" || die "$image: HELLO's arch: $(cat "$w/hello")"
-	grep -q "\"sha256\":\"$(sha256sum "$top/build/agent/$arch/sbx-agent" | cut -d' ' -f1)\"" "$w/hello" ||
+	# A is reached through its resident agent (init's socket); B the exec way.
+	in_podman "$a" --json hello >"$w/hello" || die "$image: hello"
+	[ "$(jget channel "$w/hello")" = resident ] || die "$image: A's channel: $(cat "$w/hello")"
+	in_podman_exec "$b" --json hello >"$w/hello-b" || die "$image: B's hello"
+	[ "$(jget channel "$w/hello-b")" = direct ] || die "$image: B's channel: $(cat "$w/hello-b")"
+	[ "$(jget arch "$w/hello")" = "$arch" ] || die "$image: HELLO's arch: $(cat "$w/hello")"
+	[ "$(jget sha256 "$w/hello")" = "$(sha256sum "$top/build/agent/$arch/sbx-agent" | cut -d' ' -f1)" ] ||
 		die "$image: HELLO's sha256 is not build/agent/$arch/sbx-agent's: $(cat "$w/hello")"
-	SB "$b" --json hello | grep -q "\"arch\":\"$arch\"" || die "$image: B's HELLO"
+	[ "$(jget arch "$w/hello-b")" = "$arch" ] || die "$image: B's HELLO: $(cat "$w/hello-b")"
 	if [ "$arch" != x86_64 ]; then
-		[ "$(S "$a" exec -- uname -m)" = "$arch" ] || die "$image: uname -m in the container"
+		[ "$(in_podman "$a" exec -- uname -m)" = "$arch" ] || die "$image: uname -m in the container"
 		ok "$image: two containers; the injected agent is the $arch one (HELLO arch and sha256); the image's programs run as $arch (uname -m, QEMU through binfmt_misc)"
 	else
 		ok "$image: two containers (A on the resident agent, B the exec way then the direct socket); the agent's HELLO says $arch with the local agent's sha256"
@@ -103,45 +96,44 @@ for image in $images; do
 
 	# ---- fidelity by replay ----
 	if [ "$arch" = x86_64 ]; then src=$w/src c0=$w/c0-src.tar what="sparse 3 GiB, "; else src=$w/small c0=$w/c0-small.tar what=""; fi
-	S "$a" upload-dir "$src" /data >/dev/null || die "$image: upload-dir into A"
-	S "$a" download-dir --links keep --archive-copy "$w/c1.tar" /data "$w/dl1" >/dev/null || die "$image: download from A"
-	SB "$b" upload-archive "$w/c1.tar" dir /data >/dev/null || die "$image: upload-archive into B"
-	SB "$b" download-dir --links keep --archive-copy "$w/c2.tar" /data "$w/dl2" >/dev/null || die "$image: download from B"
+	in_podman "$a" upload-dir "$src" /data >/dev/null || die "$image: upload-dir into A"
+	in_podman "$a" download-dir --links keep --archive-copy "$w/c1.tar" /data "$w/dl1" >/dev/null || die "$image: download from A"
+	in_podman_exec "$b" upload-archive "$w/c1.tar" dir /data >/dev/null || die "$image: upload-archive into B"
+	in_podman_exec "$b" download-dir --links keep --archive-copy "$w/c2.tar" /data "$w/dl2" >/dev/null || die "$image: download from B"
 	cmp -s "$c0" "$w/c1.tar" || die "$image: the archive of the uploaded tree differs from the source's"
 	cmp -s "$w/c1.tar" "$w/c2.tar" || die "$image: the replayed tree's archive differs"
-	[ "$(SB "$b" stat /data/f4755 | awk '{print $2, $3}')" = "file 4755" ] || die "$image: set-uid lost: $(S "$b" stat /data/f4755)"
+	[ "$(in_podman_exec "$b" stat /data/f4755 | awk '{print $2, $3}')" = "file 4755" ] || die "$image: set-uid lost: $(in_podman "$b" stat /data/f4755)"
 	rm -rf "$w/dl1" "$w/dl2" "$w/c1.tar" "$w/c2.tar"
 	ok "$image: fidelity tree (${what}set-id, owners, links, long paths) through two containers: three archives byte-identical"
 
 	# ---- hostile archives ----
 	mkdir -p "$w/t0"
 	echo before >"$w/t0/before"
-	S "$a" upload-dir "$w/t0" /t >/dev/null || die "$image: upload /t"
+	in_podman "$a" upload-dir "$w/t0" /t >/dev/null || die "$image: upload /t"
 	snap() { # snap NAME: archives of /t and /etc as the container has them now
 		rm -rf "$w/snap"
-		S "$a" download-dir --links keep --archive-copy "$w/$1-t.tar" /t "$w/snap" >/dev/null &&
+		in_podman "$a" download-dir --links keep --archive-copy "$w/$1-t.tar" /t "$w/snap" >/dev/null &&
 			rm -rf "$w/snap" &&
-			S "$a" download-dir --links keep --archive-copy "$w/$1-etc.tar" /etc "$w/snap" >/dev/null &&
+			in_podman "$a" download-dir --links keep --archive-copy "$w/$1-etc.tar" /etc "$w/snap" >/dev/null &&
 			rm -rf "$w/snap"
 	}
 	snap before || die "$image: snapshot"
 	n=0
 	for h in "$w"/hostile/*.tar; do
-		rc=0
-		S "$a" upload-archive "$h" dir /t 2>/dev/null || rc=$?
+		rc=$(rc in_podman "$a" upload-archive "$h" dir /t 2>/dev/null)
 		[ $rc = 5 ] || die "$image: $(basename "$h"): exit $rc, want 5"
 		n=$((n + 1))
 	done
 	snap after || die "$image: snapshot after"
 	cmp -s "$w/before-t.tar" "$w/after-t.tar" || die "$image: /t changed"
 	cmp -s "$w/before-etc.tar" "$w/after-etc.tar" || die "$image: /etc changed"
-	[ "$(S "$a" kind /etc/victim)$(S "$a" kind /etc/outside)" = absentabsent ] || die "$image: /etc/victim or /etc/outside appeared"
+	[ "$(in_podman "$a" kind /etc/victim)$(in_podman "$a" kind /etc/outside)" = absentabsent ] || die "$image: /etc/victim or /etc/outside appeared"
 	rm -f "$w"/before-*.tar "$w"/after-*.tar
 	ok "$image: $n hostile archives refused in the container (exit 5); /t and /etc byte-identical before and after"
 
 	# ---- supervision ----
 	if [ "$image" != noshell-x86_64 ]; then
-		check_escapes S "$a" "$image" "$w/rec"
+		check_escapes in_podman "$a" "$image" "$w/rec"
 		# The same view from outside: podman's own process list of the container.
 		left=$(podman top "$a" args 2>/dev/null | grep -E 'sleep|sh -c' || true)
 		[ -z "$left" ] || die "$image: podman top shows: $left"

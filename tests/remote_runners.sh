@@ -9,28 +9,24 @@
 # copy (same inode), stale
 # agents replaced, noexec /tmp, no shell, and exec/sh/transfers through both. Everything it
 # made (temp folders, sshd) goes on exit.
-set -euo pipefail
-[ "${SBX_TRACE:-}" = 1 ] && set -x
+. "$(dirname "$0")/lib/suite.sh"
+suite_begin root
 sbx=$(realpath "$1")
-top=$(cd "$(dirname "$0")/.." && pwd)
 imgdir=$(realpath "${2:-$top/build/images}")
-[ "$(id -u)" = 0 ] || { echo "remote_runners.sh: needs root" >&2; exit 1; }
 for img in busybox-x86_64 noshell-x86_64; do
-	[ -d "$imgdir/$img" ] || { echo "remote_runners.sh: no $imgdir/$img (make images)" >&2; exit 1; }
+	[ -d "$imgdir/$img" ] || die "no $imgdir/$img (make images)"
 done
-w=$(mktemp -d /tmp/sbx-remote-XXXXXX)
 # sshd's files live outside /tmp: its mount namespace gets a private /tmp.
 sw=$(mktemp -d /var/tmp/sbx-remote-ssh-XXXXXX)
 sshd_pid=
-cleanup() {
+stop_sshd() {
 	if [ -n "$sshd_pid" ]; then
 		kill "$sshd_pid" 2>/dev/null || true
 		wait "$sshd_pid" 2>/dev/null || true
 	fi
-	rm -rf "$w" "$sw"
+	rm -rf "$sw"
 }
-trap cleanup EXIT
-. "$(dirname "$0")/lib/check.sh"
+on_exit stop_sshd
 agent=$top/build/agent/x86_64/sbx-agent
 sha=$(sha256sum "$agent" | cut -d' ' -f1)
 fname=.sbx-agent-${sha:0:12}
@@ -122,7 +118,7 @@ touch "$w/pods/default/nx.noexec-tmp"
 pod default bare noshell-x86_64
 [ "$(command -v kubectl)" = "$w/bin/kubectl" ] || die "the fake kubectl is not first on PATH"
 
-K() { # SPEC ARGS...
+in_pod() { # SPEC ARGS...
 	local spec=$1
 	shift
 	"$sbx" --runner "kubectl:$spec" "$@"
@@ -136,7 +132,7 @@ for c in "p1||" "p2|main|" "p3||team" "p4|side|team"; do
 	spec=$p${ctr:+/$ctr}${ns:+@$ns}
 	pre="<exec><-i>${ns:+<-n><$ns>}<$p>${ctr:+<-c><$ctr>}<-->"
 	: >"$log"
-	K "$spec" hello >"$w/hello" || die "kubectl:$spec: hello ($(cat "$log"))"
+	in_pod "$spec" hello >"$w/hello" || die "kubectl:$spec: hello ($(cat "$log"))"
 	grep -qx "sha256 $sha" "$w/hello" || die "kubectl:$spec: HELLO's sha256: $(cat "$w/hello")"
 	[ "$(ncalls)" = 1 ] && [ "$(sed -n 2p "$log")" = "$pre<sh><-c><echo \"sbx-machine:\$(uname -m)\"" ] ||
 		die "kubectl:$spec: not one exec of sh -c SCRIPT: $(cat "$log")"
@@ -151,14 +147,14 @@ root=$w/pods/default/p1
 before=$(stat -c '%i %Z' "$root/tmp/$fname")
 sleep 1
 : >"$log"
-K p1 hello | grep -qx "sha256 $sha" || die "kubectl: second hello"
+in_pod p1 hello | grep -qx "sha256 $sha" || die "kubectl: second hello"
 [ "$(stat -c '%i %Z' "$root/tmp/$fname")" = "$before" ] || die "kubectl: the agent was copied again"
 [ "$(ncalls)" = 1 ] || die "kubectl: reuse took more than one call: $(cat "$log")"
 ok "kubectl: first use delivered the agent to the pod's /tmp/$fname (0755, identical bytes, no temporary left); a second use is one call that finds it (same inode and ctime)"
 # The older way (SBX_NO_BOOT=1): a survey, sh -c 'cat > tmp && chmod 0755 tmp && mv -f tmp final'.
 rm -f "$w/pods/default/p2/tmp/$fname"
 : >"$log"
-SBX_NO_BOOT=1 K p2/main hello >/dev/null
+SBX_NO_BOOT=1 in_pod p2/main hello >/dev/null
 grep -q "<--><sh><-c><t=.*cat > .*chmod 0755.*mv -f.*><sh></tmp/$fname>\$" "$log" &&
 	grep -qF "<sh><-c><echo \"sbx-machine:\$(uname -m)\"; for f in /tmp/.sbx-agent-* " "$log" ||
 	die "kubectl: the stream call: $(cat "$log")"
@@ -166,46 +162,46 @@ ok "kubectl: SBX_NO_BOOT=1: a survey exec, then streamed through 'kubectl exec -
 
 printf '#!/bin/sh\necho garbage\n' >"$root/tmp/$fname"
 chmod 0755 "$root/tmp/$fname"
-K p1 hello | grep -qx "sha256 $sha" || die "kubectl: stale script not replaced"
+in_pod p1 hello | grep -qx "sha256 $sha" || die "kubectl: stale script not replaced"
 cmp -s "$agent" "$root/tmp/$fname" || die "kubectl: stale script still there"
 cp "$top/build/agent/i386/sbx-agent" "$root/tmp/$fname"
-K p1 hello | grep -qx "sha256 $sha" || die "kubectl: another agent not replaced"
+in_pod p1 hello | grep -qx "sha256 $sha" || die "kubectl: another agent not replaced"
 cmp -s "$agent" "$root/tmp/$fname" || die "kubectl: other agent still there"
 ok "kubectl: stale agents replaced: a script, and another agent (i386, a different SHA-256 in HELLO)"
 
-[ "$(K p1 exec -- sh -c 'echo $((6*7)); echo err >&2' 2>/dev/null)" = 42 ] || die "kubectl: exec"
+[ "$(in_pod p1 exec -- sh -c 'echo $((6*7)); echo err >&2' 2>/dev/null)" = 42 ] || die "kubectl: exec"
 rc=0
-K p1 sh 'exit 7' || rc=$?
+in_pod p1 sh 'exit 7' || rc=$?
 [ $rc = 7 ] || die "kubectl: sh exit status $rc"
-[ "$(K p1 sh 'cat /etc/hostname 2>/dev/null; ls /'| grep -c '^proc$')" = 1 ] || die "kubectl: not in the pod"
+[ "$(in_pod p1 sh 'cat /etc/hostname 2>/dev/null; ls /'| grep -c '^proc$')" = 1 ] || die "kubectl: not in the pod"
 ok "kubectl: exec and sh through the pod (stdout, exit status 7)"
 roundtrip kubectl:p1 /work/task kubectl
 diff -r --no-dereference "$w/task" "$root/work/task" || die "kubectl: the pod's copy differs"
 ok "kubectl: upload-dir / download-dir round trip (contents, all 256 byte values, modes 751/600/700, symlink), landed in the pod"
 
-K nx hello | grep -qx "sha256 $sha" || die "kubectl: noexec hello"
+in_pod nx hello | grep -qx "sha256 $sha" || die "kubectl: noexec hello"
 nxr=$w/pods/default/nx
 [ -x "$nxr/var/tmp/$fname" ] && [ ! -e "$nxr/dev/shm" ] || die "kubectl: noexec: not in /var/tmp"
 [ -z "$(ls -A "$nxr/tmp")" ] || die "kubectl: noexec: left in /tmp: $(ls -A "$nxr/tmp")"
 before=$(stat -c '%i %Z' "$nxr/var/tmp/$fname")
 sleep 1
 : >"$log"
-K nx hello | grep -qx "sha256 $sha" || die "kubectl: noexec second hello"
+in_pod nx hello | grep -qx "sha256 $sha" || die "kubectl: noexec second hello"
 [ "$(stat -c '%i %Z' "$nxr/var/tmp/$fname")" = "$before" ] || die "kubectl: noexec: copied again"
 [ "$(ncalls)" = 1 ] || die "kubectl: noexec: reuse took more than one call"
 ok "kubectl: noexec /tmp: nothing left there (a copy runs --version before taking its name); the agent runs from /var/tmp/$fname, and a later use finds it there in one call"
 
 rc=0
-K bare hello 2>"$w/err" >/dev/null || rc=$?
+in_pod bare hello 2>"$w/err" >/dev/null || rc=$?
 [ $rc = 3 ] && grep -q "uname -m" "$w/err" || die "kubectl: no shell: exit $rc $(cat "$w/err")"
 cp "$agent" "$w/pods/default/bare/agent"
-K bare --agent /agent hello | grep -qx "sha256 $sha" || die "kubectl: no shell with --agent"
-K bare --agent /agent exec -- /hello >/dev/null || die "kubectl: no shell: exec /hello"
+in_pod bare --agent /agent hello | grep -qx "sha256 $sha" || die "kubectl: no shell with --agent"
+in_pod bare --agent /agent exec -- /hello >/dev/null || die "kubectl: no shell: exec /hello"
 rc=0
-K nosuchpod hello 2>"$w/err" >/dev/null || rc=$?
+in_pod nosuchpod hello 2>"$w/err" >/dev/null || rc=$?
 [ $rc = 3 ] && grep -q 'not found' "$w/err" || die "kubectl: absent pod: exit $rc $(cat "$w/err")"
 rc=0
-K -bad hello 2>/dev/null || rc=$?
+in_pod -bad hello 2>/dev/null || rc=$?
 [ $rc = 2 ] || die "kubectl: a pod named like an option: exit $rc"
 ok "kubectl: no shell in the image: unavailable (exit 3, says why); --agent PATH works there; an absent pod is unavailable; '-bad' is refused (usage)"
 
@@ -266,19 +262,19 @@ there=/proc/$sshd_pid/root
 ok "ssh: a private sshd on 127.0.0.1:$port (throwaway keys, own /tmp and /run); SBX_SSH_CONFIG=$sw/ssh_config"
 
 sp=root@127.0.0.1:$port
-S() { "$sbx" --runner "ssh:$sp" "$@"; }
-S hello >"$w/hello" || die "ssh: hello"
+in_ssh() { "$sbx" --runner "ssh:$sp" "$@"; }
+in_ssh hello >"$w/hello" || die "ssh: hello"
 grep -qx "sha256 $sha" "$w/hello" || die "ssh: HELLO's sha256: $(cat "$w/hello")"
 [ "$(stat -c %a "$there/tmp/$fname")" = 755 ] && cmp -s "$agent" "$there/tmp/$fname" ||
 	die "ssh: injected file"
 ok "ssh:$sp: first use delivered the agent to /tmp/$fname (0755, identical bytes); HELLO's sha256 is the local agent's"
 before=$(stat -c '%i %Z' "$there/tmp/$fname")
 sleep 1
-S hello | grep -qx "sha256 $sha" || die "ssh: second hello"
+in_ssh hello | grep -qx "sha256 $sha" || die "ssh: second hello"
 [ "$(stat -c '%i %Z' "$there/tmp/$fname")" = "$before" ] || die "ssh: the agent was copied again"
 ok "ssh: a second use reuses the agent (same inode and ctime)"
 printf '#!/bin/sh\necho garbage\n' >"$there/tmp/$fname"
-S hello | grep -qx "sha256 $sha" || die "ssh: stale not replaced"
+in_ssh hello | grep -qx "sha256 $sha" || die "ssh: stale not replaced"
 cmp -s "$agent" "$there/tmp/$fname" || die "ssh: stale file still there"
 ok "ssh: a stale file at /tmp/$fname is replaced"
 for spec in "127.0.0.1:$port" "[127.0.0.1]:$port" sbx-test-alias; do
@@ -286,11 +282,11 @@ for spec in "127.0.0.1:$port" "[127.0.0.1]:$port" sbx-test-alias; do
 done
 ok "ssh: the spec forms HOST:PORT (user from the config), [HOST]:PORT, and a config alias"
 
-[ "$(S exec -- sh -c 'echo $((6*7)); echo err >&2' 2>/dev/null)" = 42 ] || die "ssh: exec"
+[ "$(in_ssh exec -- sh -c 'echo $((6*7)); echo err >&2' 2>/dev/null)" = 42 ] || die "ssh: exec"
 rc=0
-S sh 'exit 7' || rc=$?
+in_ssh sh 'exit 7' || rc=$?
 [ $rc = 7 ] || die "ssh: sh exit status $rc"
-[ "$(S exec -- echo 'a b' '$HOME' "it's")" = "a b \$HOME it's" ] || die "ssh: argv through the agent is not re-split"
+[ "$(in_ssh exec -- echo 'a b' '$HOME' "it's")" = "a b \$HOME it's" ] || die "ssh: argv through the agent is not re-split"
 ok "ssh: exec and sh (stdout, exit status 7; argv words with spaces, \$ and quotes arrive as they are)"
 roundtrip "ssh:$sp" /tmp/work/task ssh
 diff -r --no-dereference "$w/task" "$there/tmp/work/task" || die "ssh: the far copy differs"
@@ -300,7 +296,7 @@ ok "ssh: upload-dir / download-dir round trip (all 256 byte values, lines starti
 odd="/tmp/d i'r"
 mkdir -p "$there$odd"
 cp "$agent" "$there$odd/agent"
-S --agent "$odd/agent" hello | grep -qx "sha256 $sha" || die "ssh: --agent with a space and a quote"
+in_ssh --agent "$odd/agent" hello | grep -qx "sha256 $sha" || die "ssh: --agent with a space and a quote"
 ok "ssh: --agent \"$odd/agent\" (space and quote) reaches the agent: the path is shell-quoted"
 
 rc=0
@@ -315,14 +311,12 @@ rc=0
 ok "ssh: a refused login is unavailable (exit 3, ssh's message); a host like an option and a bad port are refused (usage)"
 
 # ---- figures (ssh to 127.0.0.1: the cost of the channel itself, not of a network) ----
-now() { date +%s.%N; }
-calc() { python3 -c "print($*)"; }
 rm -f "$there/tmp/$fname"
 t0=$(now)
 ssh -F "$sw/ssh_config" -p "$port" -T -o BatchMode=yes 127.0.0.1 true
 t1=$(now)
-S hello >/dev/null
+in_ssh hello >/dev/null
 t2=$(now)
-S hello >/dev/null
+in_ssh hello >/dev/null
 t3=$(now)
 echo "  figure: ssh true $(calc "round($t1-$t0,3)") s; injection + first HELLO $(calc "round($t2-$t1,3)") s; later HELLO $(calc "round($t3-$t2,3)") s"

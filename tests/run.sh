@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# run.sh HOSTDIR FUZZDIR: runs the cmocka unit tests, the session integration tests over the
-# local and qemu:aarch64 runners, every agent's selftest natively and under qemu-ARCH-static,
-# a session smoke test on every architecture, and the fuzz targets over their seed corpora;
-# ends with one line "N passed, N failed" (exit 1 when any failed).
+# run.sh HOSTDIR FUZZDIR: runs the cmocka unit tests (tests/unit/) and integration tests
+# (tests/integration/; the supervision and session ones under several runners and users), the
+# shell suites (tests/*.sh), every agent's selftest natively and under qemu-ARCH-static, a
+# session smoke test on every architecture, and the fuzz targets over their seed corpora; ends
+# with one line "N passed, N failed" (exit 1 when any failed). tests/README.md: adding a test.
 set -u
 hostdir=$1
 fuzzdir=${2:-}
@@ -74,11 +75,25 @@ cmocka() { # name, command...
 	count_cmocka "$name" "$out" $rc
 	rm -f "$out"
 }
-for t in "$hostdir"/tests/test_*; do
-	[ -x "$t" ] || continue
-	case $t in *.d | */test_session | */test_supervise | */test_hs) continue ;; esac
-	cmocka "$(basename "$t")" "$t"
-done
+# Every test_X.c of a folder, by its program; those run specially below are skipped here.
+cmocka_folder() { # folder under tests/
+	local src t
+	for src in "$top/tests/$1"/test_*.c; do
+		t=$hostdir/tests/$(basename "$src" .c)
+		case $t in */test_session | */test_supervise | */test_hs) continue ;; esac
+		if [ -x "$t" ]; then
+			cmocka "$(basename "$t")" "$t"
+		else
+			failed=$((failed + 1))
+			failures+=("$(basename "$t") (not built)")
+			echo "FAIL $(basename "$t"): no $t"
+		fi
+	done
+}
+cmocka_folder unit
+
+echo "== integration tests (cmocka): real agents, the fake agent, processes"
+cmocka_folder integration
 
 echo "== supervision: adversarial harnesses"
 # Hostile harnesses run in a private pid namespace (with its own /proc): whatever a regression

@@ -11,26 +11,10 @@
 # or the new one, never a mix, and no staging folder is left), and the host against an
 # impersonated agent (tests/transfer_fake.sh). Runs in a private mount namespace on a tmpfs
 # (unshare -m).
-set -euo pipefail
-[ "${SBX_TRACE:-}" = 1 ] && set -x
+. "$(dirname "$0")/lib/suite.sh"
+suite_begin root tmpfs=8g
 sbx=$(realpath "$1")
 cutter=$(realpath "$2")
-if [ "${SBX_IN_NS:-}" != 1 ]; then
-	exec unshare -m env SBX_IN_NS=1 bash "$0" "$@"
-fi
-mount --make-rprivate /
-w=$(mktemp -d /tmp/sbx-xfer-XXXXXX)
-mount -t tmpfs -o size=8g tmpfs "$w"
-trap 'cd /; umount -l "$w"; rmdir "$w"' EXIT
-pass=0
-ok() {
-	pass=$((pass + 1))
-	echo "  ok: $*"
-}
-die() {
-	echo "FAIL: $*" >&2
-	exit 1
-}
 S() { "$sbx" --runner local "$@"; }
 agent=${SBX_AGENT_DIR:-$(dirname "$sbx")/../agent}/x86_64/sbx-agent
 # Through the cutter: V CUTTER-ARGS SBX-ARGS...
@@ -62,7 +46,6 @@ same() {
 nostage() {
 	! find "$@" -name '.sbx-stage-*' 2>/dev/null | grep -q . || die "staging folder left in $*"
 }
-jget() { sed -n "s/.*\"$1\":\(\"[^\"]*\"\|[^,}]*\).*/\1/p" | tr -d '"'; }
 
 # ---- the tree ----
 src=$w/src

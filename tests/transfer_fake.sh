@@ -14,37 +14,11 @@
 #  5. a failed download leaves nothing: a tree 5000 levels deep, one 3000 folders wide (under
 #     1024 fds), failing at the end (a FIFO, a bad SHA-256).
 # Each was run once against the previous host (git stash of the fix) and failed there: see
-# the comment of each section. Runs in a private mount namespace on a tmpfs.
-set -euo pipefail
-[ "${SBX_TRACE:-}" = 1 ] && set -x
+# the comment of each section (SBX_KEEP_GOING=1 reports every failure of such a run). Runs in a
+# private mount namespace on a tmpfs.
+. "$(dirname "$0")/lib/suite.sh"
+suite_begin root tmpfs=4g
 sbx=$(realpath "$1")
-here=$(cd "$(dirname "$0")" && pwd)
-if [ "${SBX_IN_NS:-}" != 1 ]; then
-	exec unshare -m env SBX_IN_NS=1 bash "$0" "$@"
-fi
-mount --make-rprivate /
-w=$(mktemp -d /tmp/sbx-xfake-XXXXXX)
-mount -t tmpfs -o size=4g tmpfs "$w"
-chmod 0755 "$w"
-trap 'cd /; umount -l "$w"; rmdir "$w"' EXIT
-pass=0
-ok() {
-	pass=$((pass + 1))
-	echo "  ok: $*"
-}
-# SBX_KEEP_GOING=1 reports every failure and goes on (for a run against an older build).
-fails=0
-die() {
-	echo "FAIL: $*" >&2
-	fails=$((fails + 1))
-	[ "${SBX_KEEP_GOING:-}" = 1 ] || exit 1
-}
-# F MODES SBX-ARGS...: sbx through the impersonated agent.
-F() {
-	local modes=$1
-	shift
-	"$sbx" --via "python3 $here/fake/agent.py $modes" "$@"
-}
 nostage() {
 	! find "$@" -name '.sbx-stage-*' 2>/dev/null | grep -q . || die "staging folder left in $*"
 }
@@ -95,7 +69,7 @@ listing "$w/p1" >"$w/p1.before"
 for name in symlink symlink_in folder fifo hardlink beside beside_first twice other_name root_entry empty; do
 	for links in data keep; do
 		rc=0
-		SBX_FAKE_TAR=$t/$name.tar SBX_FAKE_KIND=file F tar_file download-path --links $links \
+		SBX_FAKE_TAR=$t/$name.tar SBX_FAKE_KIND=file via_fake tar_file download-path --links $links \
 			/sb/out.bin "$w/p1/got" >"$w/out" 2>"$w/err" || rc=$?
 		[ $rc = 5 ] || { cat "$w/out" "$w/err"; die "file download, archive $name ($links): exit $rc, want 5"; }
 		grep -q "transfer:" "$w/err" || { cat "$w/err"; die "$name: not a transfer error"; }
@@ -103,12 +77,12 @@ for name in symlink symlink_in folder fifo hardlink beside beside_first twice ot
 	done
 done
 ok "download-path of a file: a symlink, folder, FIFO or hard link named like it, another member, the file twice, nothing: refused (exit 5), nothing at or beside the target (data and keep)"
-[ "$(SBX_FAKE_TAR=$t/good.tar SBX_FAKE_KIND=file F tar_file download-path /sb/out.bin "$w/p1/got")" = file ] ||
+[ "$(SBX_FAKE_TAR=$t/good.tar SBX_FAKE_KIND=file via_fake tar_file download-path /sb/out.bin "$w/p1/got")" = file ] ||
 	die "a good file's download"
 [ "$(cat "$w/p1/got")" = good ] && [ -f "$w/p1/got" ] && [ ! -L "$w/p1/got" ] || die "the good file"
 # An existing symlink at the target is replaced, never followed.
 echo keep >"$w/p1/victim2" && rm "$w/p1/got" && ln -s victim2 "$w/p1/got"
-SBX_FAKE_TAR=$t/good.tar SBX_FAKE_KIND=file F tar_file download-path /sb/out.bin "$w/p1/got" >/dev/null
+SBX_FAKE_TAR=$t/good.tar SBX_FAKE_KIND=file via_fake tar_file download-path /sb/out.bin "$w/p1/got" >/dev/null
 [ ! -L "$w/p1/got" ] && [ "$(cat "$w/p1/victim2")" = keep ] || die "a symlink at the target was followed"
 nostage "$w"
 ok "download-path of a file: a regular file lands at the target (a symlink there replaced, not followed)"
@@ -131,7 +105,7 @@ for links in data keep; do
 	echo o >"$w/p1m/outside/o" && echo v >"$w/p1m/victim"
 	ln -s ../outside "$w/p1m/target/sub" && echo old >"$w/p1m/target/file" && ln -s ../victim "$w/p1m/target/l"
 	listing "$w/p1m/outside" >"$w/out.before"
-	SBX_FAKE_TAR=$t/merge.tar F tar_file download-dir --links $links /sb "$w/p1m/target" ||
+	SBX_FAKE_TAR=$t/merge.tar via_fake tar_file download-dir --links $links /sb "$w/p1m/target" ||
 		die "merge download ($links)"
 	listing "$w/p1m/outside" | cmp -s - "$w/out.before" && [ "$(cat "$w/p1m/victim")" = v ] ||
 		die "merge ($links): something landed outside"
@@ -175,7 +149,7 @@ race() { # PARENT-MODE OWNER: a slow download into PARENT/target with the racer 
 	local racer=$!
 	sleep 0.2
 	local rc=0
-	SBX_FAKE_TAR=$t/good.tar SBX_FAKE_DELAY=0.3 F slow,tar_stream download-dir /sb "$w/p2/parent/target" \
+	SBX_FAKE_TAR=$t/good.tar SBX_FAKE_DELAY=0.3 via_fake slow,tar_stream download-dir /sb "$w/p2/parent/target" \
 		>"$w/out" 2>"$w/err" || rc=$?
 	wait $racer || true
 	return $rc
@@ -199,7 +173,7 @@ ok "commit: a parent other users may write (0777, owned by uid 65534) refused (e
 # anything moves.
 rm -rf "$w/p2m" && mkdir -p "$w/p2m/target/sub" && chown 65534:65534 "$w/p2m/target/sub"
 rc=0
-SBX_FAKE_TAR=$t/merge.tar F tar_file download-dir /sb "$w/p2m/target" 2>"$w/err" || rc=$?
+SBX_FAKE_TAR=$t/merge.tar via_fake tar_file download-dir /sb "$w/p2m/target" 2>"$w/err" || rc=$?
 [ $rc = 2 ] && grep -q "the folder sub is owned by uid 65534" "$w/err" || { cat "$w/err"; die "merge into another user's folder: exit $rc"; }
 [ "$(ls -A "$w/p2m/target" | tr '\n' ' ')" = "sub " ] && [ -z "$(ls -A "$w/p2m/target/sub")" ] || die "the refused merge moved something"
 ok "merge: a folder of the target owned by another user refused before anything moved"
@@ -218,7 +192,7 @@ fi
 for mode in gnu_sparse_old pax_sparse_00 pax_sparse_01 pax_sparse_10 pax_nested long_names many_dirs many_links; do
 	rm -rf "$w/p3" && mkdir -p "$w/p3"
 	rc=0
-	/usr/bin/time -f %M -o "$w/rss" "$sbx" --via "python3 $here/fake/agent.py $mode" \
+	/usr/bin/time -f %M -o "$w/rss" "$sbx" --via "$fake_agent $mode" \
 		download-dir /sb "$w/p3/target" 2>"$w/err" || rc=$?
 	rss=$(tail -1 "$w/rss")
 	[ $rc = 5 ] || { cat "$w/err"; die "$mode: exit $rc, want 5"; }
@@ -230,7 +204,7 @@ done
 ok "hostile sparse maps (old GNU, pax 0.0/0.1/1.0), pax headers, long names, many folders and pending links: refused naming the limit, peak RSS under $((rss_limit / 1024)) MiB, nothing left"
 # Every bound nearly reached in one download that is accepted (the figure in the docs).
 rm -rf "$w/p3"
-/usr/bin/time -f %M -o "$w/rss" "$sbx" --via "python3 $here/fake/agent.py worst" \
+/usr/bin/time -f %M -o "$w/rss" "$sbx" --via "$fake_agent worst" \
 	download-dir /sb "$w/p3/target" || die "worst: refused"
 rss=$(tail -1 "$w/rss")
 [ "$rss" -le $rss_limit ] || die "worst: peak RSS $rss KiB > $rss_limit KiB"
@@ -249,7 +223,7 @@ for spec in deep bad_sha,deep wide bad_sha,wide bad_sha,deep:250000; do
 	n=${spec#*:}
 	[ "$n" != "$spec" ] || n=
 	(ulimit -n 1024 && SBX_FAKE_N=${n:-} && export SBX_FAKE_N &&
-		F "${spec%:*}" download-dir /sb "$w/p5/target") 2>"$w/err" || rc=$?
+		via_fake "${spec%:*}" download-dir /sb "$w/p5/target") 2>"$w/err" || rc=$?
 	[ $rc = 5 ] || { cat "$w/err"; die "$spec: exit $rc, want 5"; }
 	[ -z "$(ls -A "$w/p5")" ] || { ls -A "$w/p5"; cat "$w/err"; die "$spec: something left"; }
 	grep -q "left behind" "$w/err" && die "$spec: $(cat "$w/err")"
@@ -257,5 +231,3 @@ for spec in deep bad_sha,deep wide bad_sha,wide bad_sha,deep:250000; do
 done
 ok "a download failing at its end (FIFO, bad SHA-256) after a tree 5000 or 250,000 levels deep or 3000 wide (1024 fds): nothing left"
 
-echo "transfer_fake: $pass passed, $fails failed"
-[ $fails = 0 ]

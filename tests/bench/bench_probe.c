@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "bench_clock.h"
+#include "fixture.h"
 #include "sbx_runner.h"
 #include "sbx.h"
 
@@ -22,7 +22,7 @@ int main(int argc, char **argv)
 		n = 1000;
 	struct sbx_err e;
 	struct sbx_session *s;
-	if (sbx_open(argv[1], NULL, &s, &e) != 0) {
+	if (fixture_open(&s, argv[1], 30, &e) != 0) {
 		fprintf(stderr, "bench_probe: %s\n", e.msg);
 		return 1;
 	}
@@ -30,16 +30,16 @@ int main(int argc, char **argv)
 	int bad = t == NULL;
 	for (int i = 0; i < n && !bad; i++) {
 		enum sbx_kind k;
-		double a = now();
+		double a = fixture_now();
 		if (sbx_kind(s, "/tmp", &k, &e) != 0 || k != SBX_KIND_DIR) {
 			fprintf(stderr, "bench_probe: probe %d: %s\n", i, e.msg);
 			bad = 1;
 		}
-		t[i] = now() - a;
+		t[i] = fixture_now() - a;
 		sum += t[i];
 	}
 	if (!bad) {
-		qsort(t, (size_t)n, sizeof *t, cmp);
+		qsort(t, (size_t)n, sizeof *t, fixture_cmp_doubles);
 		printf("channel %s\n%d %.1f %.1f %.1f\n", sbx_session_channel(s), n, sum / n * 1e6,
 		       t[n / 2] * 1e6, t[(int)(n * 0.99)] * 1e6);
 	}

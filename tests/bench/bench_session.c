@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench_clock.h"
+#include "fixture.h"
 #include "sbx_runner.h"
 #include "sbx.h"
 
@@ -23,7 +23,7 @@ struct pct {
 
 static struct pct pcts(double *v, int n)
 {
-	qsort(v, (size_t)n, sizeof *v, cmp);
+	qsort(v, (size_t)n, sizeof *v, fixture_cmp_doubles);
 	struct pct p = {v[n / 2] * 1e6, v[(int)(n * 0.99)] * 1e6};
 	return p;
 }
@@ -61,7 +61,7 @@ static struct pct floor_pingpong(int other_cpu, int n)
 	double *t = malloc(sizeof *t * (size_t)n);
 	char buf[64] = {0};
 	for (int i = 0; i < n + 100; i++) {
-		double t0 = now();
+		double t0 = fixture_now();
 		if (write(a[1], buf, sizeof buf) != (ssize_t)sizeof buf)
 			exit(1);
 		size_t got = 0;
@@ -72,7 +72,7 @@ static struct pct floor_pingpong(int other_cpu, int n)
 			got += (size_t)r;
 		}
 		if (i >= 100)
-			t[i - 100] = now() - t0;
+			t[i - 100] = fixture_now() - t0;
 	}
 	close(a[1]);
 	waitpid(pid, NULL, 0);
@@ -85,10 +85,8 @@ static struct pct floor_pingpong(int other_cpu, int n)
 static struct sbx_session *open_spec(const char *spec)
 {
 	struct sbx_err e;
-	const char *dir = getenv("SBX_AGENT_DIR");
 	struct sbx_session *s;
-	struct sbx_open_opts o = {.agent_dir = dir ? dir : "build/agent"};
-	if (sbx_open(spec, &o, &s, &e) != 0) {
+	if (fixture_open(&s, spec, 30, &e) != 0) {
 		fprintf(stderr, "bench: %s: %s\n", spec, e.msg);
 		exit(1);
 	}
@@ -101,13 +99,13 @@ static struct pct probes(struct sbx_session *s, int n)
 	struct sbx_err e;
 	enum sbx_kind k;
 	for (int i = 0; i < n + 200; i++) {
-		double t0 = now();
+		double t0 = fixture_now();
 		if (sbx_kind(s, "/tmp", &k, &e) != 0 || k != SBX_KIND_DIR) {
 			fprintf(stderr, "bench: kind: %s\n", e.msg);
 			exit(1);
 		}
 		if (i >= 200)
-			t[i - 200] = now() - t0;
+			t[i - 200] = fixture_now() - t0;
 	}
 	struct pct p = pcts(t, n);
 	free(t);
@@ -124,13 +122,13 @@ static struct pct spawns(struct sbx_session *s, int n)
 	o.linger_ms = -1;
 	for (int i = 0; i < n + 5; i++) {
 		struct sbx_exec_result r;
-		double t0 = now();
+		double t0 = fixture_now();
 		if (sbx_exec(s, &o, &r, &e) != 0 || r.code != 0) {
 			fprintf(stderr, "bench: spawn probe failed: %s\n", e.msg);
 			exit(1);
 		}
 		if (i >= 5)
-			t[i - 5] = now() - t0;
+			t[i - 5] = fixture_now() - t0;
 	}
 	struct pct p = pcts(t, n);
 	free(t);
@@ -155,7 +153,7 @@ static void head_of_line(const char *spec)
 	o.ctx = &bytes;
 	struct sbx_exec *x;
 	struct sbx_err e;
-	double t0 = now();
+	double t0 = fixture_now();
 	if (sbx_exec_start(s, &o, &x, &e) != 0) {
 		fprintf(stderr, "bench: %s\n", e.msg);
 		exit(1);
@@ -177,7 +175,7 @@ static void head_of_line(const char *spec)
 		fprintf(stderr, "bench: streaming failed: %s (%llu bytes)\n", e.msg, bytes);
 		exit(1);
 	}
-	double secs = now() - t0;
+	double secs = fixture_now() - t0;
 	struct pct p = pcts(t, n);
 	printf("| %s | %d | %.0f | %.0f | %.0f | %.2f s (%.0f MiB/s) | %s |\n", spec, n, p.p50,
 	       p.p99, t[n - 1] * 1e6, secs, 1024.0 / secs, p.p99 <= 10000 ? "met" : "MISSED");

@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench_clock.h"
+#include "fixture.h"
 #include "sbx_runner.h"
 #include "sbx.h"
 
@@ -50,16 +50,15 @@ int main(int argc, char **argv)
 	int runs = argc > 1 ? atoi(argv[1]) : 20;
 	int idle_s = argc > 2 ? atoi(argv[2]) : 60;
 	signal(SIGPIPE, SIG_IGN);
-	const char *adir = getenv("SBX_AGENT_DIR"), *hdir = getenv("SBX_HARNESS_DIR");
-	if (adir == NULL || hdir == NULL)
-		die("set SBX_AGENT_DIR and SBX_HARNESS_DIR", NULL);
+	const char *hdir = getenv("SBX_HARNESS_DIR");
+	if (hdir == NULL)
+		die("set SBX_HARNESS_DIR", NULL);
 	struct sbx_err e;
 	struct sbx_session *s;
-	struct sbx_open_opts oo = {.agent_dir = adir};
-	if (sbx_open("local", &oo, &s, &e) != 0)
+	if (fixture_open(&s, "local", 30, &e) != 0)
 		die("session", &e);
-	char base[] = "/tmp/sbx-bench-sup-XXXXXX";
-	if (mkdtemp(base) == NULL)
+	char base[64];
+	if (fixture_tmpdir(base, sizeof base, "bench-sup") != 0)
 		die("mkdtemp", NULL);
 	char tree[PATH_MAX];
 	snprintf(tree, sizeof tree, "%s/tree", hdir);
@@ -79,18 +78,18 @@ int main(int argc, char **argv)
 		if (sbx_run_start(s, &o, NULL, key, &e) != 0)
 			die("run", &e);
 		struct stat st;
-		double w0 = now();
+		double w0 = fixture_now();
 		while (stat(ready, &st) != 0) {
-			if (now() - w0 > 10)
+			if (fixture_now() - w0 > 10)
 				die("tree never got ready", NULL);
 			usleep(1000);
 		}
-		double t0 = now();
+		double t0 = fixture_now();
 		struct sbx_receipt rc;
 		if (sbx_run_stop(s, dir, &e) != 0 ||
 		    sbx_run_wait(s, dir, key, sizeof key, 30, &rc, &e) != 0)
 			die("stop", &e);
-		t[i] = now() - t0;
+		t[i] = fixture_now() - t0;
 		if (!rc.verified || !rc.termination_witnessed || strcmp(rc.trigger, "stop") != 0) {
 			fprintf(stderr, "run %d: %s\n", i, rc.json);
 			die("receipt not signed, witnessed and stop", NULL);
@@ -100,7 +99,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%.1f ms: %s", t[i] * 1e3, rc.json);
 		sbx_receipt_free(&rc);
 	}
-	qsort(t, (size_t)runs, sizeof *t, cmp);
+	qsort(t, (size_t)runs, sizeof *t, fixture_cmp_doubles);
 	double p50 = t[runs / 2] * 1e3, p99 = t[(int)(runs * 0.99)] * 1e3;
 	printf("# bench-supervise\n\n");
 	printf("Stop -> signed receipt, termination witnessed, tree of 100 processes (20 escaped "
@@ -126,11 +125,11 @@ int main(int argc, char **argv)
 		die("idle run", &e);
 	usleep(200000);
 	long long c0 = cpu_ticks(pid);
-	double w0 = now();
+	double w0 = fixture_now();
 	/* Keep the session quiet: sleep without touching the channel. */
 	sleep((unsigned)idle_s);
 	long long c1 = cpu_ticks(pid);
-	double span = now() - w0;
+	double span = fixture_now() - w0;
 	double pct = (double)(c1 - c0) / (double)sysconf(_SC_CLK_TCK) / span * 100.0;
 	printf("Supervisor CPU while the harness sleeps: %lld ticks (%ld/s) over %.1f s = %.3f%% "
 	       "(target <= 0.1%%: %s)\n",
@@ -141,7 +140,5 @@ int main(int argc, char **argv)
 		die("idle stop", &e);
 	sbx_receipt_free(&rc);
 	sbx_session_close(s);
-	char cmd[PATH_MAX + 16];
-	snprintf(cmd, sizeof cmd, "rm -rf %s", base);
-	return system(cmd) == 0 ? 0 : 1;
+	return fixture_rmtree(base) == 0 ? 0 : 1;
 }

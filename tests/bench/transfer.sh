@@ -6,20 +6,13 @@
 # agent's peak RSS (agent + transfer process, through a relay that reads rusage), and the
 # reference's way once for the record (tar czf to a temporary file, copy, tar xzf).
 # Runs on a private tmpfs (unshare -m) so no disk speed enters the figures.
-set -euo pipefail
+. "$(dirname "$0")/../lib/suite.sh"
+suite_begin root tmpfs=12g
 sbx=$(realpath "$1")
 cutter=$(realpath "$2")
 runs=${RUNS:-5}
-if [ "${SBX_IN_NS:-}" != 1 ]; then
-	exec unshare -m env SBX_IN_NS=1 bash "$0" "$@"
-fi
-mount --make-rprivate /
-w=$(mktemp -d /tmp/sbx-bench-XXXXXX)
-mount -t tmpfs -o size=12g tmpfs "$w"
-trap 'cd /; umount -l "$w"; rmdir "$w"' EXIT
 agent=${SBX_AGENT_DIR:-$(dirname "$sbx")/../agent}/x86_64/sbx-agent
 
-now() { date +%s.%N; }
 secs() { # command...: prints its wall time
 	local t0 t1
 	t0=$(now)
@@ -39,7 +32,7 @@ mkdata() {
 	done
 }
 mkdata
-[ "$(find "$w/small" -type f | wc -l)" = 50000 ] || { echo "small set is not 50,000 files"; exit 1; }
+[ "$(find "$w/small" -type f | wc -l)" = 50000 ] || die "small set is not 50,000 files"
 
 tarpipe() { mkdir "$2" && tar -C "$1" -cf - . | tar -C "$2" -xf -; }
 up() { "$sbx" --runner local upload-dir "$1" "$2"; }

@@ -1,10 +1,11 @@
-# Sourced by ns_suites.sh and podman_suites.sh. check_escapes RUN SANDBOX LABEL REC runs four
-# harnesses that leave processes behind (setsid, a double fork, TERM ignored, SIGSTOP) under
-# the supervisor through `RUN SANDBOX run ...` (RUN: the caller's sbx wrapper), writing each
-# receipt to REC, and dies (the caller's `die`) unless every receipt verifies, names the
-# expected trigger, says termination was witnessed, and nothing of the run is left in the
-# sandbox: no process but init, the agent and the check itself (and its own children). Under
-# binfmt_misc a process's cmdline starts with the interpreter, so the agent matches anywhere.
+# shellcheck shell=bash
+# Sourced by ns_suites.sh and podman_suites.sh (after suite.sh). check_escapes RUN SANDBOX LABEL
+# REC runs four harnesses that leave processes behind (setsid, a double fork, TERM ignored,
+# SIGSTOP) under the supervisor through `RUN SANDBOX run ...` (RUN: the caller's sbx wrapper),
+# writing each receipt to REC, and dies unless every receipt verifies, names the expected
+# trigger, says termination was witnessed, and nothing of the run is left in the sandbox: no
+# process but init, the agent and the check itself (and its own children). Under binfmt_misc a
+# process's cmdline starts with the interpreter, so the agent matches anywhere.
 escape_cases=(
 	"setsid sh -c 'sleep 1000' </dev/null >/dev/null 2>&1 & exit 0"
 	"( sh -c 'sleep 1000' & ) ; exit 3"
@@ -22,8 +23,8 @@ check_escapes() {
 	local run=$1 sb=$2 label=$3 rec=$4 i left
 	for i in "${!escape_cases[@]}"; do
 		"$run" "$sb" run --session "/tmp/s$i" --timeout 1 --grace 0.2 -- /bin/sh -c "${escape_cases[$i]}" >"$rec" || true
-		grep -q '"termination_witnessed":true' "$rec" || die "$label case $i: $(cat "$rec")"
-		grep -q "\"trigger\":\"${escape_want[$i]}\"" "$rec" || die "$label case $i trigger: $(cat "$rec")"
+		[ "$(jget termination_witnessed "$rec")" = true ] || die "$label case $i: $(cat "$rec")"
+		[ "$(jget trigger "$rec")" = "${escape_want[$i]}" ] || die "$label case $i trigger: $(cat "$rec")"
 		"$run" "$sb" receipt --session "/tmp/s$i" >/dev/null || die "$label case $i: the receipt does not verify"
 		left=$("$run" "$sb" sh "$escape_survivors")
 		[ -z "$left" ] || die "$label case $i: left behind: $left"

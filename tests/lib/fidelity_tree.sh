@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by the fidelity tests: make_fidelity_tree DIR [sparse] builds in DIR a tree with
 # every kind of thing a rollout produces: modes 0000..7777, a 0555 folder holding files, owners
 # 1001/2002, symlinks relative/absolute/dangling, hard links, an empty 0700 folder, names with

@@ -1,6 +1,7 @@
-# Sourced by the podman tests: podman_cleanup PREFIX removes every container named PREFIX-*
-# and every image named sbx-PREFIX-* under every tag (what a test made), whatever state they are in; S NAME
-# ARGS... runs the caller's $sbx through podman exec into container NAME.
+# shellcheck shell=bash
+# Sourced by the podman suites: podman_cleanup PREFIX removes every container named PREFIX-*
+# and every image named sbx-PREFIX-* under every tag (what a suite made), whatever state they
+# are in.
 podman_cleanup() {
 	local c i
 	for c in $(podman ps -a --format '{{.Names}}' | grep "^$1-" || true); do
@@ -11,8 +12,3 @@ podman_cleanup() {
 	done
 }
 
-S() { # S NAME ARGS...: sbx through podman exec
-	local n=$1
-	shift
-	"$sbx" --runner "podman:$n" "$@"
-}

@@ -3,7 +3,6 @@
  * to dirs, dangling links, a loop, a fifo, a socket, and links that divert into a keep_out. */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +19,7 @@
 #include <cmocka.h>
 
 #include "err.h"
+#include "fixture.h"
 #include "msg.h"
 #include "probe.h"
 #include "proto.h"
@@ -52,10 +52,11 @@ static char *at(const struct tree *t, const char *rel, char *buf)
 static int make_tree(void **state)
 {
 	struct tree *t = calloc(1, sizeof *t);
-	char tmpl[] = "/tmp/sbx-probe-XXXXXX";
+	char tmpl[64];
 	char p[PATH_MAX];
 	char q[PATH_MAX];
-	if (t == NULL || mkdtemp(tmpl) == NULL || realpath(tmpl, t->root) == NULL)
+	if (t == NULL || fixture_tmpdir(tmpl, sizeof tmpl, "probe") != 0 ||
+	    realpath(tmpl, t->root) == NULL)
 		return -1;
 	*state = t;
 
@@ -97,13 +98,6 @@ static int make_tree(void **state)
 	return 0;
 }
 
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)ftw;
-	return flag == FTW_DP ? rmdir(path) : unlink(path);
-}
-
 static int remove_tree(void **state)
 {
 	struct tree *t = *state;
@@ -111,7 +105,7 @@ static int remove_tree(void **state)
 	if (t == NULL)
 		return 0;
 	chmod(at(t, "locked", p), 0755);
-	int rc = nftw(t->root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	int rc = fixture_rmtree(t->root);
 	free(t);
 	return rc == 0 ? 0 : -1;
 }

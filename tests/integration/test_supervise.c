@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <pwd.h>
 #include <limits.h>
 #include <setjmp.h>
@@ -27,6 +26,7 @@
 #include <cmocka.h>
 
 #include "digest.h"
+#include "fixture.h"
 #include "json.h"
 #include "sbx.h"
 
@@ -75,20 +75,6 @@ struct opts {
 	const char *pre_marker; /* "stop" or "expire" written before launch */
 	const char *pre_reason;
 };
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
 
 /* Reads a whole file into a NUL-terminated buffer; NULL when it cannot be read. */
 static char *slurp(const char *path, size_t *len)
@@ -290,8 +276,8 @@ static void kill_children(void)
 {
 	char path[64], buf[65536];
 	snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
-	double end = now() + 10;
-	for (int empty = 0; empty < 200 && now() < end;) {
+	double end = fixture_now() + 10;
+	for (int empty = 0; empty < 200 && fixture_now() < end;) {
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			return;
@@ -371,7 +357,7 @@ static void assert_no_survivors(const char *token)
 {
 	for (int i = 0; i < 5; i++) {
 		survivors_now(token);
-		sleep_ms(50);
+		fixture_pause_ms(50);
 	}
 }
 
@@ -432,7 +418,7 @@ static void assert_escaped(const char *token)
 		if (seen == 0 && i % 20 == 0)
 			seen = scan_token(token, pids, MAX_PIDS) + scan_descendants(pids, MAX_PIDS);
 		if (seen == 0)
-			sleep_ms(1);
+			fixture_pause_ms(1);
 	}
 	kill_strays(token);
 	if (seen == 0)
@@ -512,7 +498,7 @@ static void run_start(struct run *r, const struct opts *o, int ready, const char
 
 	if (o->pre_marker != NULL)
 		marker(r, o->pre_marker, o->pre_reason != NULL ? o->pre_reason : "");
-	r->started = now();
+	r->started = fixture_now();
 	pid_t p = fork();
 	if (p < 0)
 		fail_msg("%s: fork: %s", r->name, strerror(errno));
@@ -547,7 +533,7 @@ static int run_running(struct run *r)
 	pid_t w = waitpid(r->pid, &r->wstatus, WNOHANG);
 	if (w == r->pid) {
 		r->pid = 0;
-		r->ended = now();
+		r->ended = fixture_now();
 		return 0;
 	}
 	return 1;
@@ -566,21 +552,21 @@ static const char *run_stderr(struct run *r)
 static void run_wait(struct run *r, double limit)
 {
 	while (run_running(r)) {
-		if (now() - r->started > limit) {
+		if (fixture_now() - r->started > limit) {
 			kill(r->pid, SIGKILL);
 			waitpid(r->pid, &r->wstatus, 0);
 			r->pid = 0;
 			fail_msg("%s: supervisor still running after %.0f s; stderr: %s", r->name,
 			         limit, run_stderr(r));
 		}
-		sleep_ms(5);
+		fixture_pause_ms(5);
 	}
 }
 
 /* Waits for the harness's ready line ("PID NONCE"). */
 static void wait_ready(struct run *r, double limit)
 {
-	double t0 = now();
+	double t0 = fixture_now();
 	for (;;) {
 		char *s = slurp(r->ready, NULL);
 		if (s != NULL) {
@@ -599,9 +585,9 @@ static void wait_ready(struct run *r, double limit)
 			         "ready; "
 			         "stdout+stderr: %s %s",
 			         r->name, r->wstatus, slurp(r->out, NULL), run_stderr(r));
-		if (now() - t0 > limit)
+		if (fixture_now() - t0 > limit)
 			fail_msg("%s: harness not ready after %.0f s", r->name, limit);
-		sleep_ms(5);
+		fixture_pause_ms(5);
 	}
 }
 
@@ -972,7 +958,7 @@ static void trap_term_checkpoints(void **state)
 	run_start(r, &o, 1, "trap_term", "42", "300", NULL);
 	wait_ready(r, 10);
 	check_user(r);
-	double t0 = now();
+	double t0 = fixture_now();
 	run_stop_and_wait(r);
 	run_finish(r);
 	expect_outcome(r, "stop", 'c', 42, 42);
@@ -980,9 +966,9 @@ static void trap_term_checkpoints(void **state)
 	snprintf(ckpt, sizeof ckpt, "%s.ckpt", r->ready);
 	if (access(ckpt, F_OK) != 0)
 		fail_msg("the harness never wrote its checkpoint");
-	if (now() - t0 > 2.5)
+	if (fixture_now() - t0 > 2.5)
 		fail_msg("a harness that exits within the grace was waited on for %.1f s",
-		         now() - t0);
+		         fixture_now() - t0);
 	assert_no_survivors(r->token);
 }
 
@@ -996,9 +982,9 @@ static void ignore_and_block_term(void **state)
 		struct run *r = run_new("ignore");
 		run_start(r, &o, 1, "ignore_term", modes[i], NULL);
 		wait_ready(r, 10);
-		double t0 = now();
+		double t0 = fixture_now();
 		run_stop_and_wait(r);
-		double took = now() - t0;
+		double took = fixture_now() - t0;
 		run_finish(r);
 		expect_outcome(r, "stop", 's', SIGKILL, 128 + SIGKILL);
 		if (took < 0.45)
@@ -1017,7 +1003,7 @@ static void stopped_harness(void **state)
 	struct run *r = run_new("sigstop");
 	run_start(r, &o, 1, "self_stop", NULL);
 	wait_ready(r, 10);
-	sleep_ms(50);
+	fixture_pause_ms(50);
 	run_stop_and_wait(r);
 	run_finish(r);
 	expect_outcome(r, "stop", 's', SIGKILL, 128 + SIGKILL);
@@ -1037,7 +1023,7 @@ static void escape_case(const char *mode, int stay, int user_too)
 	wait_ready(r, 10);
 	check_user(r);
 	if (stay) {
-		sleep_ms(50);
+		fixture_pause_ms(50);
 		run_stop_and_wait(r);
 	} else {
 		run_wait(r, RUN_LIMIT);
@@ -1105,7 +1091,7 @@ static void fork_storm(void **state)
 	struct run *r = run_new("storm");
 	run_start(r, &o, 1, "storm", "tree", "8", NULL); /* 511 processes */
 	wait_ready(r, 10);
-	sleep_ms(30); /* stop while it still grows */
+	fixture_pause_ms(30); /* stop while it still grows */
 	run_stop_and_wait(r);
 	run_finish(r);
 	expect_outcome(r, "stop", 's', SIGTERM, 128 + SIGTERM);
@@ -1123,7 +1109,7 @@ static void pid_hopping(void **state)
 	struct run *r = run_new("hop");
 	run_start(r, &o, 1, "storm", "hop", NULL);
 	wait_ready(r, 10);
-	sleep_ms(300);
+	fixture_pause_ms(300);
 	run_stop_and_wait(r);
 	if (expect_escape) {
 		assert_escaped(r->token);
@@ -1192,9 +1178,9 @@ static void ten_thousand_zombies(void **state)
 		long h = status_kib(sup, "VmHWM:");
 		if (h > hwm)
 			hwm = h;
-		if (now() - r->started > RUN_LIMIT)
+		if (fixture_now() - r->started > RUN_LIMIT)
 			run_wait(r, RUN_LIMIT);
-		sleep_ms(2);
+		fixture_pause_ms(2);
 	}
 	print_message("  supervisor pid %d: VmRSS %ld KiB with %d zombies, VmHWM %ld KiB\n",
 	              (int)sup, rss, nz, hwm);
@@ -1277,7 +1263,7 @@ static void forged_receipt(void **state)
 	assert_string_not_equal(hex, forged_sig);
 	free(forged);
 	free(forged_sig);
-	sleep_ms(50);
+	fixture_pause_ms(50);
 	snprintf(path, sizeof path, "%s/receipt.json", r->dir);
 	char *after = slurp(path, NULL);
 	assert_non_null(after);
@@ -1504,9 +1490,9 @@ static void oom(void **state)
 	struct opts o = {.cgroup = cg, .grace = "0.5"};
 	struct run *r = run_new("oom");
 	run_start(r, &o, 1, "memhog", "1024", NULL);
-	double t0 = now();
-	while (run_running(r) && now() - t0 < RUN_LIMIT)
-		sleep_ms(5);
+	double t0 = fixture_now();
+	while (run_running(r) && fixture_now() - t0 < RUN_LIMIT)
+		fixture_pause_ms(5);
 	if (r->pid > 0) {
 		kill(r->pid, SIGKILL);
 		waitpid(r->pid, &r->wstatus, 0);
@@ -1514,10 +1500,10 @@ static void oom(void **state)
 	}
 	kill_token(r->token);
 	for (int i = 0; i < 100 && rmdir(cg) != 0; i++)
-		sleep_ms(20);
+		fixture_pause_ms(20);
 	if (access(cg, F_OK) == 0)
 		print_message("  could not remove cgroup %s\n", cg);
-	if (now() - t0 >= RUN_LIMIT)
+	if (fixture_now() - t0 >= RUN_LIMIT)
 		fail_msg("the memory hog was never killed");
 	run_finish(r);
 	expect_outcome(r, "exit", 's', SIGKILL, 128 + SIGKILL);
@@ -1566,14 +1552,6 @@ static void two_runs(void **state)
 
 /* ---- setup ------------------------------------------------------------------------------------
  */
-
-static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
 
 static int setup(void **state)
 {
@@ -1628,8 +1606,7 @@ static int setup(void **state)
 		return -1;
 	close(fd);
 	sbx_hex(key, sizeof key, key_hex);
-	snprintf(tmproot, sizeof tmproot, "/tmp/sbx-supervise-XXXXXX");
-	if (mkdtemp(tmproot) == NULL)
+	if (fixture_tmpdir(tmproot, sizeof tmproot, "supervise") != 0)
 		return -1;
 	char r[PATH_MAX + 8];
 	snprintf(r, sizeof r, "%s/r", tmproot);
@@ -1644,7 +1621,7 @@ static int teardown(void **state)
 	(void)state;
 	teardown_case(NULL);
 	if (getenv("SBX_KEEP_TMP") == NULL)
-		nftw(tmproot, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+		fixture_rmtree(tmproot);
 	else
 		fprintf(stderr, "kept %s\n", tmproot);
 	return 0;

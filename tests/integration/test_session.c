@@ -22,50 +22,23 @@
 #include "frame.h"
 #include "msg.h"
 #include "proto.h"
+#include "fixture.h"
 #include "sbx_runner.h"
 #include "sbx.h"
 
 static char tmpdir[PATH_MAX];
 static char self_exe[PATH_MAX];
 
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static struct sbx_session *open_runner(void)
 {
 	const char *spec = getenv("SBX_TEST_RUNNER");
-	const char *dir = getenv("SBX_AGENT_DIR");
-	struct sbx_err e;
-	assert_non_null(dir);
-	struct sbx_session *s;
-	struct sbx_open_opts o = {.agent_dir = dir};
-	if (sbx_open(spec ? spec : "local", &o, &s, &e) != 0)
-		fail_msg("open: %s", e.msg);
-	return s;
-}
-
-/* Opens a session through a shell command line holding {agent}; returns the result. */
-static int open_via(const char *via, double timeout, struct sbx_session **s, struct sbx_err *e)
-{
-	char agent[PATH_MAX];
-	struct sbx_err e2;
-	assert_int_equal(
-	        sbx_agent_path(getenv("SBX_AGENT_DIR"), "x86_64", agent, sizeof agent, &e2), 0);
-	char spec[1024];
-	snprintf(spec, sizeof spec, "via:%s", via);
-	struct sbx_open_opts o = {.agent = agent, .timeout_s = timeout};
-	return sbx_open(spec, &o, s, e);
+	return fixture_session(spec != NULL ? spec : "local");
 }
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof tmpdir, "/tmp/sbx-session-XXXXXX");
-	if (mkdtemp(tmpdir) == NULL)
+	if (fixture_tmpdir(tmpdir, sizeof tmpdir, "session") != 0)
 		return -1;
 	char p[PATH_MAX + 32];
 	snprintf(p, sizeof p, "%s/dir", tmpdir);
@@ -88,9 +61,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[PATH_MAX + 16];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return fixture_rmtree(tmpdir) == 0 ? 0 : -1;
 }
 
 static void hello_describes_the_agent(void **state)
@@ -109,8 +80,7 @@ static void hello_describes_the_agent(void **state)
 	char hex[65], path[PATH_MAX], cmd[PATH_MAX + 32];
 	sbx_hex(h->sha256, 32, hex);
 	struct sbx_err e;
-	assert_int_equal(sbx_agent_path(getenv("SBX_AGENT_DIR"), h->arch, path, sizeof path, &e),
-	                 0);
+	assert_int_equal(fixture_find_agent(h->arch, path, sizeof path, &e), 0);
 	snprintf(cmd, sizeof cmd, "sha256sum '%s'", path);
 	FILE *p = popen(cmd, "r");
 	char want[65] = "";
@@ -286,11 +256,11 @@ static void exec_outcomes(void **state)
 	snprintf(script, sizeof script, "(sleep 2; touch %s) & sleep 30", marker);
 	o.shell = script;
 	o.timeout_s = 0.3;
-	double t0 = now();
+	double t0 = fixture_now();
 	r = run(s, &o, &c);
 	assert_int_equal(r.outcome, SBX_OUT_TIMED_OUT);
 	assert_int_equal(r.code, 124);
-	assert_true(now() - t0 < 5);
+	assert_true(fixture_now() - t0 < 5);
 	sleep(3);
 	assert_int_equal(access(marker, F_OK), -1); /* the background child died too */
 
@@ -535,12 +505,12 @@ static void exec_cancelled_by_sink(void **state)
 	o.ctx = &calls;
 	struct sbx_exec_result r;
 	struct sbx_err e;
-	double t0 = now();
+	double t0 = fixture_now();
 	assert_int_equal(sbx_exec(s, &o, &r, &e), -1);
 	assert_int_equal(e.cls, SBX_EUSAGE);
 	assert_non_null(strstr(e.msg, "cancelled"));
 	assert_int_equal(calls, 1);
-	assert_true(now() - t0 < 5);
+	assert_true(fixture_now() - t0 < 5);
 	enum sbx_kind k;
 	assert_int_equal(sbx_kind(s, "/", &k, &e), 0);
 	sbx_session_close(s);
@@ -553,8 +523,8 @@ static void channel_garbage(void **state)
 	(void)state;
 	struct sbx_session *s;
 	struct sbx_err e;
-	assert_int_equal(open_via("sh -c 'echo bash: sbx-agent: command not found'", 5, &s, &e),
-	                 -1);
+	assert_int_equal(
+	        fixture_open_via("sh -c 'echo bash: sbx-agent: command not found'", 5, &s, &e), -1);
 	assert_int_equal(e.cls, SBX_EUNAVAILABLE);
 	assert_non_null(strstr(e.msg, "command not found"));
 }
@@ -564,7 +534,8 @@ static void channel_missing_program(void **state)
 	(void)state;
 	struct sbx_session *s;
 	struct sbx_err e;
-	assert_int_equal(open_via("/nonexistent/exec-channel {agent} serve", 5, &s, &e), -1);
+	assert_int_equal(fixture_open_via("/nonexistent/exec-channel {agent} serve", 5, &s, &e),
+	                 -1);
 	assert_int_equal(e.cls, SBX_EUNAVAILABLE);
 }
 
@@ -576,7 +547,8 @@ static void channel_truncated(void **state)
 	/* The HELLO cut after 100 bytes, then the channel ends: EOF inside a frame. (The agent's
 	 * stdin is closed so that it ends too; it once ended only by refusing the keepalive PING
 	 * the host wrongly sent before WELCOME.) */
-	assert_int_equal(open_via("sh -c '{agent} serve </dev/null | head -c 100'", 5, &s, &e), -1);
+	assert_int_equal(
+	        fixture_open_via("sh -c '{agent} serve </dev/null | head -c 100'", 5, &s, &e), -1);
 	assert_int_equal(e.cls, SBX_EUNAVAILABLE);
 	assert_non_null(strstr(e.msg, "inside a frame"));
 }
@@ -589,7 +561,7 @@ static void channel_tty(void **state)
 	/* script(1) puts the agent behind a pty, which rewrites \n to \r\n. */
 	if (access("/usr/bin/script", X_OK) != 0)
 		skip();
-	assert_int_equal(open_via("script -qfec '{agent} serve' /dev/null", 5, &s, &e), -1);
+	assert_int_equal(fixture_open_via("script -qfec '{agent} serve' /dev/null", 5, &s, &e), -1);
 	assert_int_equal(e.cls, SBX_EUNAVAILABLE);
 	assert_true(strstr(e.msg, "corrupt") != NULL || strstr(e.msg, "mangles") != NULL);
 }
@@ -599,10 +571,10 @@ static void channel_silent(void **state)
 	(void)state;
 	struct sbx_session *s;
 	struct sbx_err e;
-	double t0 = now();
-	assert_int_equal(open_via("sleep 30", 0.5, &s, &e), -1);
+	double t0 = fixture_now();
+	assert_int_equal(fixture_open_via("sleep 30", 0.5, &s, &e), -1);
 	assert_int_equal(e.cls, SBX_EUNAVAILABLE);
-	assert_true(now() - t0 < 4);
+	assert_true(fixture_now() - t0 < 4);
 }
 
 static void agent_killed_mid_operation(void **state)
@@ -620,10 +592,10 @@ static void agent_killed_mid_operation(void **state)
 	o.ctx = &c;
 	struct sbx_exec_result r;
 	struct sbx_err e;
-	double t0 = now();
+	double t0 = fixture_now();
 	assert_int_equal(sbx_exec(s, &o, &r, &e), -1);
 	assert_int_equal(e.cls, SBX_EUNAVAILABLE);
-	assert_true(now() - t0 < 5);
+	assert_true(fixture_now() - t0 < 5);
 	/* Broken for good: later calls fail at once, never hang. */
 	enum sbx_kind k;
 	assert_int_equal(sbx_kind(s, "/", &k, &e), -1);
@@ -641,10 +613,10 @@ static void agent_stops_answering(void **state)
 	o.shell = "kill -STOP $PPID; sleep 30";
 	struct sbx_exec_result r;
 	struct sbx_err e;
-	double t0 = now();
+	double t0 = fixture_now();
 	assert_int_equal(sbx_exec(s, &o, &r, &e), -1);
 	assert_int_equal(e.cls, SBX_EUNAVAILABLE);
-	double took = now() - t0;
+	double took = fixture_now() - t0;
 	assert_true(took < 4);
 	sbx_session_close(s); /* kills the stopped agent */
 }
@@ -679,12 +651,12 @@ static void version_mismatch(void **state)
 	snprintf(via, sizeof via, "%s fake-agent version", self_exe);
 	struct sbx_session *s;
 	struct sbx_err e;
-	assert_int_equal(open_via(via, 5, &s, &e), -1);
+	assert_int_equal(fixture_open_via(via, 5, &s, &e), -1);
 	assert_int_equal(e.cls, SBX_EPROTOCOL);
 	assert_non_null(strstr(e.msg, "version mismatch"));
 	assert_non_null(strstr(e.msg, "99"));
 	snprintf(via, sizeof via, "%s fake-agent canary", self_exe);
-	assert_int_equal(open_via(via, 5, &s, &e), -1);
+	assert_int_equal(fixture_open_via(via, 5, &s, &e), -1);
 	assert_int_equal(e.cls, SBX_EUNAVAILABLE);
 	assert_non_null(strstr(e.msg, "mangles"));
 }

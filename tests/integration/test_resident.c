@@ -27,7 +27,7 @@
 
 #include <cmocka.h>
 
-#include "agent_fixture.h"
+#include "fixture.h"
 #include "inject.h"
 #include "session.h"
 
@@ -130,9 +130,8 @@ static void in_box(const char *name, char *out, size_t cap)
 static void box_start(enum plant plant, uid_t uid, const char *where)
 {
 	char agent[PATH_MAX];
-	agent_path(agent, sizeof agent);
-	snprintf(g_box.root, sizeof g_box.root, "/tmp/sbx-resident-XXXXXX");
-	assert_non_null(mkdtemp(g_box.root));
+	fixture_agent_path(agent, sizeof agent);
+	assert_int_equal(fixture_tmpdir(g_box.root, sizeof g_box.root, "resident"), 0);
 	int p[2];
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
 	g_box.outer = fork();
@@ -154,7 +153,7 @@ static void box_start(enum plant plant, uid_t uid, const char *where)
 		if (strstr(link, "/agent") != NULL &&
 		    (where == NULL || (stat(sock, &st) == 0 && S_ISSOCK(st.st_mode))))
 			return;
-		pause_ms(10);
+		fixture_pause_ms(10);
 	}
 	fail_msg("init never listened at %s (exe %s)", where != NULL ? where : "-", link);
 }
@@ -232,7 +231,7 @@ static void sessions_taken(void **state)
 	(void)state;
 	box_start(PLANT_NONE, 0, "/.sbx-serve/s");
 	char agent[PATH_MAX];
-	agent_path(agent, sizeof agent);
+	fixture_agent_path(agent, sizeof agent);
 	uint8_t sha[SBX_SHA256_LEN];
 	struct sbx_err e;
 	if (sbx_inject_sha256_file(agent, sha, &e) != 0)
@@ -254,7 +253,7 @@ static void sessions_taken(void **state)
 	/* Each serve process ends with its connection; init reaps it. */
 	int left = -1;
 	for (int i = 0; i < 200 && (left = children()) != 0; i++)
-		pause_ms(10);
+		fixture_pause_ms(10);
 	assert_int_equal(left, 0);
 	assert_int_equal(mode_in_box("/.sbx-serve"), 0700);
 }
@@ -408,7 +407,7 @@ static void not_root_offers_nothing(void **state)
 	(void)state;
 	/* Waits for the exec only: there is no socket to wait for. */
 	box_start(PLANT_NONE, 65534, NULL);
-	pause_ms(300);
+	fixture_pause_ms(300);
 	struct sbx_session *s = NULL;
 	struct sbx_err e;
 	assert_int_equal(sbx_session_resident(&s, g_box.init, 5, &e), -1);

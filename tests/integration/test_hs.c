@@ -15,19 +15,15 @@
 
 #include <cmocka.h>
 
-#include "sbx_runner.h"
+#include "fixture.h"
 #include "sbx.h"
 
 static char base[PATH_MAX];
 
+/* A local session (sbx_open starts its trust: a fresh secret for this session). */
 static struct sbx_session *open_local(void)
 {
-	struct sbx_err e;
-	struct sbx_session *s;
-	struct sbx_open_opts o = {.agent_dir = getenv("SBX_AGENT_DIR")};
-	if (sbx_open("local", &o, &s, &e) != 0)
-		fail_msg("session: %s", e.msg);
-	return s;
+	return fixture_session("local");
 }
 
 struct ctx {
@@ -63,16 +59,13 @@ static int collect(void *p, struct sbx_hs *hs, struct sbx_err *e)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(base, sizeof base, "/tmp/sbx-hs-XXXXXX");
-	return mkdtemp(base) ? 0 : -1;
+	return fixture_tmpdir(base, sizeof base, "hs");
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[PATH_MAX + 16];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
-	return system(cmd) == 0 ? 0 : -1;
+	return fixture_rmtree(base) == 0 ? 0 : -1;
 }
 
 static void execute_collect_rearm_close(void **state)

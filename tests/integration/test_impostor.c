@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "fixture.h"
 #include "sbx.h"
 
 static struct sbx_session *open_fake(const char *modes)
@@ -28,13 +29,6 @@ static struct sbx_session *open_fake(const char *modes)
 	return s;
 }
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 /* Shown able to fail: before the bound, sbx_hs_read_output_log kept reading while the agent
  * kept reporting a larger size (the test ran out of memory). */
 static void output_log_read_ends_at_first_size(void **state)
@@ -46,11 +40,11 @@ static void output_log_read_ends_at_first_size(void **state)
 	assert_int_equal(sbx_hs_open(&hs, s, "/s", &e), 0);
 	char *text;
 	size_t len;
-	double t0 = now_s();
+	double t0 = fixture_now();
 	assert_int_equal(sbx_hs_read_output_log(hs, &text, &len, &e), 0);
 	/* The first answer said 512 KiB x 2 + 1 bytes: exactly that much is read. */
 	assert_int_equal(len, 2 * 512 * 1024 + 1);
-	assert_true(now_s() - t0 < 5);
+	assert_true(fixture_now() - t0 < 5);
 	free(text);
 	sbx_hs_free(hs);
 	sbx_session_close(s);
@@ -97,12 +91,12 @@ static void stderr_flood_does_not_stall(void **state)
 	struct sbx_session *s = open_fake("stderr_flood");
 	enum sbx_kind k;
 	struct sbx_err e;
-	double t0 = now_s();
+	double t0 = fixture_now();
 	for (int i = 0; i < 100; i++) {
 		assert_int_equal(sbx_kind(s, "/x", &k, &e), 0);
 		assert_int_equal(k, SBX_KIND_DIR);
 	}
-	assert_true(now_s() - t0 < 10);
+	assert_true(fixture_now() - t0 < 10);
 	assert_true(strlen(sbx_session_stderr(s)) <= 4096);
 	sbx_session_close(s);
 }

@@ -25,20 +25,13 @@
 
 #include <cmocka.h>
 
-#include "agent_fixture.h"
+#include "fixture.h"
 #include "msg.h"
 #include "proto.h"
 #include "sbx.h"
 #include "session.h"
 
 #define WAIT_MS 5000 /* every wait of this file on a socket or a pipe */
-
-static double now(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* The pid namespace of a process, as (dev, ino); 0 when it cannot be read. */
 static int pidns_of(pid_t pid, struct stat *st)
@@ -63,7 +56,7 @@ static pid_t child_of(pid_t pid)
 		}
 		if (c > 0)
 			return (pid_t)c;
-		pause_ms(10);
+		fixture_pause_ms(10);
 	}
 	return 0;
 }
@@ -73,7 +66,7 @@ static pid_t child_of(pid_t pid)
 static struct sbx_session *open_agent(int own_ns, pid_t *agent)
 {
 	char path[PATH_MAX];
-	agent_path(path, sizeof path);
+	fixture_agent_path(path, sizeof path);
 	char *own[] = {"unshare", "--pid", "--fork", "{agent}", "serve", NULL};
 	char *same[] = {"{agent}", "serve", NULL};
 	struct sbx_session *s;
@@ -103,14 +96,14 @@ static struct sbx_session *open_agent(int own_ns, pid_t *agent)
  * sbx_session_close would kill it (2 s), and the agent is gone soon after. */
 static void close_and_gone(struct sbx_session *s, pid_t agent)
 {
-	double t0 = now();
+	double t0 = fixture_now();
 	sbx_session_close(s);
-	assert_true(now() - t0 < 1.9);
+	assert_true(fixture_now() - t0 < 1.9);
 	int gone = 0;
 	for (int i = 0; i < 200 && !gone; i++) {
 		gone = kill(agent, 0) != 0 && errno == ESRCH;
 		if (!gone)
-			pause_ms(10);
+			fixture_pause_ms(10);
 	}
 	assert_true(gone);
 }
@@ -334,7 +327,7 @@ __attribute__((noreturn)) static void refused_in_child(int fd)
 	sbx_err_clear(&e);
 	struct sbx_session *s = NULL;
 	char *argv[] = {"{agent}", "serve", NULL};
-	if (find_agent(path, sizeof path, &e) != 0 ||
+	if (fixture_find_agent("x86_64", path, sizeof path, &e) != 0 ||
 	    sbx_session_open(&s, argv, path, 30, &e) != 0) {
 		snprintf(m, sizeof m, "open: %s", e.msg);
 		goto out;
@@ -356,9 +349,9 @@ __attribute__((noreturn)) static void refused_in_child(int fd)
 		snprintf(m, sizeof m, "kind after a refusal: %s", e.msg);
 	else if (k != SBX_KIND_DIR || k2 != SBX_KIND_ABSENT)
 		snprintf(m, sizeof m, "kind after a refusal: %d %d", (int)k, (int)k2);
-	double t0 = now();
+	double t0 = fixture_now();
 	sbx_session_close(s);
-	if (m[0] == '\0' && now() - t0 >= 1.9)
+	if (m[0] == '\0' && fixture_now() - t0 >= 1.9)
 		snprintf(m, sizeof m, "the agent did not end with its stdin");
 	if (m[0] == '\0' && !(kill(agent, 0) != 0 && errno == ESRCH))
 		snprintf(m, sizeof m, "the agent is still there after close");
