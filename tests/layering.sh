@@ -1,11 +1,11 @@
-#!/bin/sh
+#!/bin/bash
 # layering.sh: the folder graph is one-way, cli -> runner -> libsbx (host/) -> shared, archive
 # (docs/architecture.md). Checked on the #include lines: the CLI takes only the installed
 # headers (the Makefile also compiles it against a copy of them alone), runners take libsbx's
 # public headers and host/channel.h but never its private session.h, libsbx takes nothing of
 # runner/ or the CLI, and shared/ and archive/ nothing of the folders above them.
-set -eu
-top=$(cd "$(dirname "$0")/.." && pwd)
+. "$(dirname "$0")/lib/suite.sh"
+suite_begin
 cd "$top"
 bad=0
 no() { # FILES-GLOB, a grep -E pattern of headers they must not include, why
