@@ -10,8 +10,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "sys.h"
 
 #define MAX_REFUSED 16
 #define TOKEN_WAIT_MS 2000
@@ -74,8 +75,7 @@ static int token_ok(struct sbx_direct *l, int fd)
 {
 	uint8_t got[SBX_DIRECT_TOKEN_LEN];
 	size_t have = 0;
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int64_t t0 = sbx_now_ns();
 	while (have < sizeof got) {
 		struct pollfd p = {fd, POLLIN, 0};
 		if (poll(&p, 1, TOKEN_WAIT_MS) <= 0)
@@ -84,10 +84,7 @@ static int token_ok(struct sbx_direct *l, int fd)
 		if (r <= 0 && !(r < 0 && (errno == EINTR || errno == EAGAIN)))
 			return 0;
 		have += r > 0 ? (size_t)r : 0;
-		struct timespec t1;
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		if ((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 >
-		    TOKEN_WAIT_MS)
+		if (sbx_now_ns() - t0 > TOKEN_WAIT_MS * 1000000LL)
 			return 0;
 	}
 	uint8_t diff = 0;

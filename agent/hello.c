@@ -11,7 +11,6 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/statfs.h>
-#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -20,20 +19,8 @@
 #include "digest.h"
 #include "frame.h"
 #include "proto.h"
+#include "sys.h"
 #include "version.h"
-
-#ifndef SYS_openat2
-#define SYS_openat2 437
-#endif
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-
-/* struct open_how from linux/openat2.h; musl's headers do not carry it. */
-struct sbx_open_how {
-	uint64_t flags, mode, resolve;
-};
-#define SBX_RESOLVE_BENEATH 0x08
 
 static int try_close(int fd)
 {
@@ -46,10 +33,9 @@ static int try_close(int fd)
 int64_t sbx_hello_caps(int *cgroup_version)
 {
 	int64_t caps = 0;
-	struct sbx_open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = SBX_RESOLVE_BENEATH};
-	if (try_close((int)syscall(SYS_openat2, AT_FDCWD, ".", &how, sizeof how)))
+	if (try_close(sbx_openat2(AT_FDCWD, ".", O_PATH | O_CLOEXEC, SBX_RESOLVE_BENEATH)))
 		caps |= SBX_CAP_OPENAT2;
-	if (try_close((int)syscall(SYS_pidfd_open, getpid(), 0)))
+	if (try_close(sbx_pidfd_open(getpid())))
 		caps |= SBX_CAP_PIDFD;
 	int v = 0;
 	if (prctl(PR_GET_CHILD_SUBREAPER, &v, 0, 0, 0) == 0)

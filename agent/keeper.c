@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -22,10 +21,7 @@
 #include "proto.h"
 #include "resident.h"
 #include "supctl.h"
-
-#ifndef SYS_close_range
-#define SYS_close_range 436
-#endif
+#include "sys.h"
 
 /* A request on the keeper socket is at most one frame's payload; an answer is small. */
 #define KEEPER_MSG_MAX SBX_FRAME_MAX_PAYLOAD
@@ -244,13 +240,6 @@ int sbx_keeper_call(const uint8_t *req, size_t len, struct sbx_msgw *w)
 	return rc;
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 #define CONN_NS (2 * 1000000000LL)
 
 void sbx_keeper_conns_init(struct sbx_keeper_conns *cs, int home)
@@ -273,7 +262,7 @@ static void conn_close(struct sbx_keeper_conns *cs, int i)
 
 void sbx_keeper_conns_poll(struct sbx_keeper_conns *cs, int lfd, struct pollfd *pfd, int *timeout)
 {
-	int64_t now = mono_ns();
+	int64_t now = sbx_now_ns();
 	int free_slot = 0;
 	for (int i = 0; i < SBX_KEEPER_CONNS; i++) {
 		if (cs->c[i].fd >= 0 && now >= cs->c[i].until)
@@ -313,9 +302,7 @@ static void dispatch(struct sbx_keeper *k, int fd, int home, const uint8_t *req,
 				dup2(fd, 3);
 				fd = 3;
 			}
-			if (syscall(SYS_close_range, 4u, ~0u, 0u) != 0)
-				for (int x = 4; x < 4096; x++)
-					close(x);
+			sbx_close_from(4, 0);
 			sigset_t none;
 			sigemptyset(&none);
 			sigprocmask(SIG_SETMASK, &none, NULL);
@@ -378,7 +365,7 @@ void sbx_keeper_conns_ready(struct sbx_keeper *k, struct sbx_keeper_conns *cs, i
 		for (int i = 0; c >= 0 && i < SBX_KEEPER_CONNS; i++)
 			if (cs->c[i].fd < 0) {
 				cs->c[i].fd = c;
-				cs->c[i].until = mono_ns() + CONN_NS;
+				cs->c[i].until = sbx_now_ns() + CONN_NS;
 				c = -1;
 			}
 		if (c >= 0)
@@ -436,9 +423,7 @@ int sbx_keeper_spawn(const uint8_t secret[SBX_SECRET_LEN], char *err, size_t cap
 			close(home);
 		}
 		home = home >= 0 ? 4 : -1;
-		if (syscall(SYS_close_range, 5u, ~0u, 0u) != 0)
-			for (int fd = 5; fd < 4096; fd++)
-				close(fd);
+		sbx_close_from(5, 0);
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (null >= 0) {
 			dup2(null, 0), dup2(null, 1), dup2(null, 2);

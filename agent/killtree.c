@@ -3,6 +3,7 @@
  * thousand zombies or a fork storm cost one walk's worth and nothing after. */
 #include "killtree.h"
 #include "procstat.h"
+#include "sys.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -11,15 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
 
 struct ent {
 	pid_t pid, ppid;
@@ -126,7 +119,7 @@ static void send_sig(const struct ent *e, pid_t self, int sig, int *pidfd_ok)
 	}
 	int fd = -1;
 	if (*pidfd_ok) {
-		fd = (int)syscall(SYS_pidfd_open, e->pid, 0);
+		fd = sbx_pidfd_open(e->pid);
 		if (fd < 0 && errno == ESRCH)
 			return;
 		if (fd < 0)
@@ -137,7 +130,7 @@ static void send_sig(const struct ent *e, pid_t self, int sig, int *pidfd_ok)
 	uint64_t start;
 	if (sbx_proc_stat(e->pid, &start, NULL, NULL) == 0 && start == e->start) {
 		if (fd >= 0)
-			syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
+			sbx_pidfd_signal(fd, sig);
 		else
 			kill(e->pid, sig);
 	}

@@ -13,7 +13,6 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "credit.h"
@@ -29,6 +28,7 @@
 #include "stage.h"
 #include "stdin.h"
 #include "supctl.h"
+#include "sys.h"
 #include "xfer.h"
 
 /* Bulk bytes queued for stdout past which the agent stops reading jobs' pipes. */
@@ -92,13 +92,6 @@ struct serve {
 	struct sbx_keeper keeper;
 	char fatal[256];
 };
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int fail(struct serve *s, const char *msg)
 {
@@ -175,7 +168,7 @@ static void start_exec(struct serve *s, uint32_t stream, const uint8_t *p, size_
 		return;
 	}
 	j->fd_res = j->fd_commit = -1;
-	j->start_ns = now_ns();
+	j->start_ns = sbx_now_ns();
 	if (sbx_exec_spawn(&req, &j->sp, &e) != 0) {
 		sbx_exec_req_free(&req);
 		free(j);
@@ -226,7 +219,7 @@ static void start_xfer(struct serve *s, uint32_t stream, int upload, const uint8
 		return;
 	}
 	sbx_xfer_req_free(&req);
-	j->start_ns = now_ns();
+	j->start_ns = sbx_now_ns();
 	j->stream = stream;
 	j->xfer = 1;
 	j->upload = upload;
@@ -294,8 +287,8 @@ static void offer_direct(struct serve *s, const struct sbx_frame *f, struct sbx_
 		return;
 	}
 	char err[160];
-	if (sbx_direct_listen(&s->direct, tok.val, now_ns() + DIRECT_WAIT_NS, err, sizeof err) !=
-	    0) {
+	if (sbx_direct_listen(&s->direct, tok.val, sbx_now_ns() + DIRECT_WAIT_NS, err,
+	                      sizeof err) != 0) {
 		respond_error(s, f->stream, SBX_EUNAVAILABLE, errno, err);
 		return;
 	}
@@ -557,7 +550,7 @@ static int sink_step(struct serve *s, uint8_t *scratch, size_t cap)
 		 * the pipe instead: the connection stays readable and would spin). */
 		if (j != NULL && !s->sink.ring && j->in.fd >= 0 && j->in.len == 0 &&
 		    pipe_full(j->in.fd) && s->sink.pipe_wait_ns == 0)
-			s->sink.pipe_wait_ns = now_ns();
+			s->sink.pipe_wait_ns = sbx_now_ns();
 		return 0;
 	}
 	return fail(s, "read from the host failed");
@@ -798,7 +791,7 @@ static void finish_job(struct serve *s, struct job *j)
 		sbx_msgw_str(&w, SBX_T_NOTE, j->sp.note);
 	}
 	sbx_msgw_i64(&w, SBX_T_PID, j->pid);
-	sbx_msgw_i64(&w, SBX_T_DURATION_NS, now_ns() - j->start_ns);
+	sbx_msgw_i64(&w, SBX_T_DURATION_NS, sbx_now_ns() - j->start_ns);
 	/* Bulk lane: the result must follow the job's last DATA frames, never overtake them. */
 	sbx_outq_push(&s->out, SBX_LANE_BULK, SBX_F_RESPONSE, 0, j->stream, NULL, 0, s->resp,
 	              w.len);
@@ -817,7 +810,7 @@ static void reap(struct serve *s)
 		if (r == j->pid) {
 			j->reaped = 1;
 			j->status = st;
-			j->linger_mark_ns = now_ns();
+			j->linger_mark_ns = sbx_now_ns();
 		}
 	}
 }
@@ -825,7 +818,7 @@ static void reap(struct serve *s)
 /* Deadlines, lingering pipes and finished jobs; returns the poll timeout in ms. */
 static int tend_jobs(struct serve *s)
 {
-	int64_t now = now_ns(), next = -1;
+	int64_t now = sbx_now_ns(), next = -1;
 	struct job **pp = &s->jobs;
 	while (*pp != NULL) {
 		struct job *j = *pp;
@@ -880,7 +873,7 @@ static int sink_pipe(struct serve *s, int *timeout)
 	if (s->sink.left == 0 || s->sink.pipe_wait_ns == 0)
 		return -1;
 	struct job *j = find_job(s, s->sink.stream);
-	int64_t left = s->sink.pipe_wait_ns + SINK_STALL_NS - now_ns();
+	int64_t left = s->sink.pipe_wait_ns + SINK_STALL_NS - sbx_now_ns();
 	if (j == NULL || j->in.fd < 0 || left <= 0) {
 		s->sink.ring = left <= 0;
 		s->sink.pipe_wait_ns = 0;
@@ -899,7 +892,7 @@ static int direct_tend(struct serve *s, int timeout)
 {
 	if (s->direct.fd < 0)
 		return timeout;
-	int64_t left = s->direct.deadline_ns - now_ns();
+	int64_t left = s->direct.deadline_ns - sbx_now_ns();
 	if (left <= 0) {
 		sbx_direct_close(&s->direct);
 		return timeout;
@@ -1051,8 +1044,8 @@ static int loop(struct serve *s)
 /* Writes what is queued, waiting at most a second in all. */
 static void drain(struct serve *s)
 {
-	int64_t end = now_ns() + 1000000000;
-	while (!sbx_outq_empty(&s->out) && !s->out_broken && now_ns() < end) {
+	int64_t end = sbx_now_ns() + 1000000000;
+	while (!sbx_outq_empty(&s->out) && !s->out_broken && sbx_now_ns() < end) {
 		struct pollfd p = {.fd = s->out_fd, .events = POLLOUT};
 		if (poll(&p, 1, 100) > 0)
 			flush_output(s);

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +20,7 @@
 #include "strv.h"
 #include "sessdir.h"
 #include "supervise.h"
+#include "sys.h"
 
 #define READ_MAX (512 * 1024)
 
@@ -58,12 +58,7 @@ static int open_session(const uint8_t *req, size_t len, struct sbx_msgw *w, char
 /* Closes every descriptor but 0, 1, 2 and points those at /dev/null. */
 static void detach_fds(void)
 {
-#ifndef SYS_close_range
-#define SYS_close_range 436
-#endif
-	if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
-		for (int fd = 3; fd < 4096; fd++)
-			close(fd);
+	sbx_close_from(3, 0);
 	int n = open("/dev/null", O_RDWR);
 	if (n >= 0) {
 		dup2(n, 0);

@@ -4,7 +4,6 @@
  * the run's processes killtree.c. */
 #include "supervise.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -20,7 +19,6 @@
 #include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -34,14 +32,7 @@
 #include "receipt.h"
 #include "runas.h"
 #include "sessdir.h"
-
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_close_range
-#define SYS_close_range 436
-#endif
-#define SBX_CLOSE_RANGE_CLOEXEC 4
+#include "sys.h"
 
 /* The negative control: only the process group is signalled, orphans go to init. */
 #ifdef SBX_WEAK_SUPERVISOR
@@ -153,13 +144,6 @@ struct sup {
 	struct sbx_oom oom;
 	struct sbx_receipt r;
 };
-
-static int64_t clock_ns(clockid_t c)
-{
-	struct timespec ts;
-	clock_gettime(c, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* ---- the output log -------------------------------------------------------------------- */
 
@@ -294,7 +278,7 @@ static int run_gone(struct sup *s)
 
 static void arm(struct sup *s, int64_t ms)
 {
-	s->timer_at = clock_ns(CLOCK_MONOTONIC) + ms * 1000000;
+	s->timer_at = sbx_now_ns() + ms * 1000000;
 	if (s->tfd >= 0) {
 		struct itimerspec it = {0};
 		it.it_value.tv_sec = ms / 1000;
@@ -401,7 +385,7 @@ static void act(struct sup *s, enum action a, enum event ev)
 	case A_KILL:
 		if (s->r.kill_rounds == 0) {
 			note(s, "grace over; SIGKILL rounds");
-			s->kill_until = clock_ns(CLOCK_MONOTONIC) + KILL_BUDGET_NS;
+			s->kill_until = sbx_now_ns() + KILL_BUDGET_NS;
 		}
 		s->sent_kill = 1;
 		signal_run(s, SIGKILL, 0);
@@ -496,7 +480,7 @@ static void read_inotify(struct sup *s)
 
 static void fire_timer(struct sup *s)
 {
-	int64_t now = clock_ns(CLOCK_MONOTONIC);
+	int64_t now = sbx_now_ns();
 	if (s->timer_at == 0 || now < s->timer_at)
 		return;
 	s->timer_at = 0;
@@ -518,7 +502,7 @@ static void loop(struct sup *s)
 				p[n++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
 		int timeout = -1;
 		if (s->tfd < 0 && s->timer_at != 0) {
-			int64_t left = s->timer_at - clock_ns(CLOCK_MONOTONIC);
+			int64_t left = s->timer_at - sbx_now_ns();
 			timeout = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
 		}
 		if (s->ifd < 0 && (timeout < 0 || timeout > MARKER_POLL_MS))
@@ -593,17 +577,7 @@ static void child(const struct sup *s, const struct launch *l)
 	dup2(l->out_w, 1);
 	dup2(l->out_w, 2);
 	/* Whatever the supervisor inherited without close-on-exec stays out of the harness. */
-	if (syscall(SYS_close_range, 3, ~0u, SBX_CLOSE_RANGE_CLOEXEC) != 0) {
-		DIR *d = opendir("/proc/self/fd");
-		struct dirent *de;
-		while (d != NULL && (de = readdir(d)) != NULL) {
-			int fd = atoi(de->d_name);
-			if (fd > 2 && fd != dirfd(d))
-				fcntl(fd, F_SETFD, FD_CLOEXEC);
-		}
-		if (d != NULL)
-			closedir(d);
-	}
+	sbx_close_from(3, 1);
 	if (l->switch_user) {
 		int err = sbx_runas_switch(&l->as);
 		if (err != 0) {
@@ -713,8 +687,8 @@ static void launch(struct sup *s)
 		goto out;
 	}
 	l.out_w = out[1], l.st_w = st[1];
-	s->r.started_at_ns = clock_ns(CLOCK_REALTIME);
-	s->start_mono = clock_ns(CLOCK_MONOTONIC);
+	s->r.started_at_ns = sbx_wall_ns();
+	s->start_mono = sbx_now_ns();
 	pid_t pid = fork();
 	if (pid < 0) {
 		fail(s, errno, "fork");
@@ -752,7 +726,7 @@ static void launch(struct sup *s)
 	s->r.pid = pid;
 	s->r.launched = 1;
 	s->children_gone = 0;
-	s->pidfd = (int)syscall(SYS_pidfd_open, pid, 0); /* -1: SIGCHLD alone will do */
+	s->pidfd = sbx_pidfd_open(pid); /* -1: SIGCHLD alone will do */
 	if (s->pidfd >= 0)
 		fcntl(s->pidfd, F_SETFD, FD_CLOEXEC);
 	if (s->o->timeout_ms > 0)
@@ -782,7 +756,7 @@ static void make_nonce(char out[33])
 		if (fd >= 0)
 			close(fd);
 		if (n != (ssize_t)sizeof b) { /* last resort: unique, not secret */
-			int64_t t = clock_ns(CLOCK_MONOTONIC) ^ clock_ns(CLOCK_REALTIME);
+			int64_t t = sbx_now_ns() ^ sbx_wall_ns();
 			uint8_t d[SBX_SHA256_LEN];
 			int64_t seed[2] = {t, (int64_t)getpid()};
 			sbx_sha256(seed, sizeof seed, d);
@@ -919,11 +893,10 @@ static int finish(struct sup *s)
 		note(s, "done: trigger %s, status %d, kill rounds %d, termination %s", r->trigger,
 		     status, r->kill_rounds, r->witnessed ? "witnessed" : "NOT witnessed");
 	if (r->started_at_ns == 0) { /* nothing launched: the run's span is the supervisor's */
-		r->started_at_ns =
-		        clock_ns(CLOCK_REALTIME) - (clock_ns(CLOCK_MONOTONIC) - s->t0_mono);
+		r->started_at_ns = sbx_wall_ns() - (sbx_now_ns() - s->t0_mono);
 		s->start_mono = s->t0_mono;
 	}
-	int64_t end_mono = clock_ns(CLOCK_MONOTONIC);
+	int64_t end_mono = sbx_now_ns();
 	r->duration_ns = end_mono - s->start_mono;
 	r->ended_at_ns = r->started_at_ns + r->duration_ns; /* immune to a clock step mid-run */
 	r->log_bytes = s->log_bytes;
@@ -958,7 +931,7 @@ int sbx_supervise(const struct sbx_sup_opts *o)
 	s.dirfd = s.logfd = s.sigfd = s.pidfd = s.tfd = s.ifd = s.outfd = s.lockfd = -1;
 	s.grace_ms = o->grace_ms < 0 ? DEFAULT_GRACE_MS : o->grace_ms;
 	s.log_max = o->log_max <= 0 ? DEFAULT_LOG_MAX : o->log_max;
-	s.t0_mono = clock_ns(CLOCK_MONOTONIC);
+	s.t0_mono = sbx_now_ns();
 	s.r.session = o->dir != NULL ? o->dir : "";
 	s.r.activation = 1;
 	make_nonce(s.r.nonce);

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "digest.h"
@@ -20,12 +19,9 @@
 #include "probe.h"
 #include "proto.h"
 #include "strv.h"
+#include "sys.h"
 #include "treemove.h"
 #include "unpack.h"
-
-#ifndef RENAME_EXCHANGE
-#define RENAME_EXCHANGE (1 << 1)
-#endif
 
 #define STAGE_PREFIX ".sbx-stage"
 
@@ -377,8 +373,8 @@ _Noreturn static void upload(const struct sbx_xfer_req *r, struct out *o, int co
 				if (renameat(home, stage, home, base) != 0)
 					rc = sbx_err_set(&e, SBX_ETRANSFER, errno,
 					                 "move the new tree to %s", r->path);
-			} else if (syscall(SYS_renameat2, home, stage, home, base,
-			                   RENAME_EXCHANGE) != 0) {
+			} else if (sbx_renameat2(home, stage, home, base, SBX_RENAME_EXCHANGE) !=
+			           0) {
 				rc = sbx_err_set(&e, SBX_ETRANSFER, errno,
 				                 "exchange the new tree with %s", r->path);
 			} else if (sbx_rmtree_at(home, stage, &e) != 0) {
@@ -551,11 +547,7 @@ int sbx_xfer_spawn(const struct sbx_xfer_req *r, struct sbx_xfer_child *c, struc
 		for (int i = 0; i < 5; i++)
 			if (dup2(want[i], i) < 0)
 				_exit(3);
-#ifdef SYS_close_range
-		if (syscall(SYS_close_range, 5u, ~0u, 0u) != 0)
-#endif
-			for (int fd = 5; fd < 65536; fd++)
-				close(fd);
+		sbx_close_from(5, 0);
 		struct out *o = calloc(1, sizeof *o);
 		if (o == NULL)
 			_exit(3);

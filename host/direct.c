@@ -8,7 +8,6 @@
  * was, on the exec channel. */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,15 +15,11 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "session.h"
-
-#ifndef SYS_openat2
-#define SYS_openat2 437
-#endif
+#include "sys.h"
 
 /* /tmp|/dev/shm|/run|/var/tmp + "/.sbx-direct-" + 6 of [A-Za-z0-9] + "/s": what agent/direct.c
  * makes. The folder part (without "/s") goes to dir. */
@@ -69,9 +64,8 @@ static int connect_in(pid_t pid, const char *dir, const char *sock, struct sbx_e
 	int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
 		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "%s", root);
-	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-	                       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
-	int dfd = (int)syscall(SYS_openat2, rfd, dir[1] != '\0' ? dir + 1 : ".", &how, sizeof how);
+	int dfd = sbx_openat2(rfd, dir[1] != '\0' ? dir + 1 : ".", O_PATH | O_DIRECTORY | O_CLOEXEC,
+	                      SBX_RESOLVE_IN_ROOT | SBX_RESOLVE_NO_MAGICLINKS);
 	int err = errno;
 	close(rfd);
 	if (dfd < 0)

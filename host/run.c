@@ -11,14 +11,13 @@
 #include <unistd.h>
 
 #include "sbx.h"
+#include "sys.h"
 
 extern char **environ;
 
 static double now_s(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)sbx_now_ns() / 1e9;
 }
 
 void sbx_proc_result_free(struct sbx_proc_result *r)

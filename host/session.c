@@ -23,13 +23,6 @@ extern char **environ;
 
 #define BULK_LIMIT (2u * 1024u * 1024u)
 
-int64_t sbx_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static int64_t ns(double s)
 {
 	return (int64_t)(s * 1e9);

@@ -14,6 +14,7 @@
 #include "sbx.h"
 #include "stage.h"
 #include "channel.h"
+#include "sys.h"
 #include "trust.h"
 
 /* DETACHED: a request whose answer nobody waits for (an upload's COMMIT); freed on arrival. */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "sys.h"
 
 #define COPY_TIMEOUT 300.0
 #define OUT_CAP (64 * 1024)
@@ -233,9 +234,7 @@ static int try_open(const struct sbx_inject_target *t, const char *path, double 
 
 static double now_s(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)sbx_now_ns() / 1e9;
 }
 
 /* RUN... sh -c 'cat > tmp && chmod 0755 tmp && mv -f tmp final' sh DST with the agent on

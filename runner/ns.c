@@ -31,15 +31,10 @@
 #include "channel.h"
 #include "runner.h"
 #include "sbx.h"
+#include "sys.h"
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE 1
-#endif
-#ifndef CLOSE_RANGE_CLOEXEC
-#define CLOSE_RANGE_CLOEXEC 4
 #endif
 
 #define SANDBOX_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -163,9 +158,7 @@ static int init_alive(int64_t pid, unsigned long long start, unsigned long long 
 
 static int64_t mono_ms(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return sbx_now_ns() / 1000000;
 }
 
 /* Kills a sandbox's init and waits until it has exited. The kernel ends PID 1 of a pid
@@ -176,7 +169,7 @@ static int kill_init(int64_t pid, unsigned long long start, struct sbx_err *e)
 	struct proc_info pi;
 	if (proc_stat(pid, &pi) != 0 || pi.start != start)
 		return 0;
-	int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+	int fd = sbx_pidfd_open((pid_t)pid);
 	if (fd >= 0 && (proc_stat(pid, &pi) != 0 || pi.start != start)) {
 		close(fd); /* the pid was reused between the two looks */
 		return 0;
@@ -703,9 +696,7 @@ static void first_process(const struct plan *p)
 	 * which tells the creator the init runs. */
 	if (dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(devnull, 2) < 0)
 		goto fail;
-	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
-		for (int i = 3; i < 4096; i++)
-			fcntl(i, F_SETFD, FD_CLOEXEC);
+	sbx_close_from(3, 1);
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);

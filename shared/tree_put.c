@@ -6,6 +6,7 @@
  * rules as any other. */
 #include "tree_put.h"
 #include "member.h"
+#include "sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,20 +18,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
-
-#ifndef SYS_openat2
-#define SYS_openat2 437
-#endif
-
-/* struct open_how from linux/openat2.h; musl's headers do not carry it. */
-struct put_open_how {
-	uint64_t flags, mode, resolve;
-};
-#define PUT_RESOLVE_NO_MAGICLINKS 0x02
-#define PUT_RESOLVE_NO_SYMLINKS 0x04
-#define PUT_RESOLVE_BENEATH 0x08
 
 /* Creating or opening a name that something else keeps changing is retried this often. */
 #define PUT_TRIES 8
@@ -136,13 +124,10 @@ static int charge(struct sbx_put *p, size_t n, const char *raw, struct sbx_err *
 
 static int sys_openat2(int dfd, const char *path, uint64_t flags)
 {
-	struct put_open_how how = {
-	        .flags = flags,
-	        .resolve =
-	                PUT_RESOLVE_BENEATH | PUT_RESOLVE_NO_SYMLINKS | PUT_RESOLVE_NO_MAGICLINKS,
-	};
 	for (int i = 0; i < 64; i++) {
-		long r = syscall(SYS_openat2, dfd, path, &how, sizeof how);
+		int r = sbx_openat2(dfd, path, flags,
+		                    SBX_RESOLVE_BENEATH | SBX_RESOLVE_NO_SYMLINKS |
+		                            SBX_RESOLVE_NO_MAGICLINKS);
 		if (r >= 0)
 			return (int)r;
 		if (errno != EAGAIN)

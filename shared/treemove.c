@@ -12,31 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
-#ifndef RENAME_EXCHANGE
-#define RENAME_EXCHANGE (1 << 1)
-#endif
-#ifndef RENAME_NOREPLACE
-#define RENAME_NOREPLACE (1 << 0)
-#endif
+#include "sys.h"
 
 /* A folder that keeps refilling while it is emptied is given up after this many passes. */
 #define ROUNDS 1000
 #define MERGE_DEPTH 4096
-
-static int rename2(int odir, const char *oname, int ndir, const char *nname, unsigned flags)
-{
-#ifdef SYS_renameat2
-	return (int)syscall(SYS_renameat2, odir, oname, ndir, nname, flags);
-#else
-	(void)odir, (void)oname, (void)ndir, (void)nname, (void)flags;
-	errno = ENOSYS;
-	return -1;
-#endif
-}
 
 static int same_obj(const struct stat *a, const struct stat *b)
 {
@@ -97,7 +79,7 @@ static int list_next(struct lister *l, struct ent *en)
 {
 	for (;;) {
 		if (l->pos >= l->len) {
-			long n = syscall(SYS_getdents64, l->fd, l->buf, sizeof l->buf);
+			long n = sbx_getdents64(l->fd, l->buf, sizeof l->buf);
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n <= 0)
@@ -456,7 +438,7 @@ int sbx_move_verified(int from_dir, const char *from, int to_dir, const char *to
 		                   what);
 	int r;
 	if (noreplace) {
-		r = rename2(from_dir, from, to_dir, to, RENAME_NOREPLACE);
+		r = sbx_renameat2(from_dir, from, to_dir, to, SBX_RENAME_NOREPLACE);
 		if (r != 0 && (errno == ENOSYS || errno == EINVAL)) {
 			/* No renameat2 here: the name checked, then a plain rename. */
 			if (fstatat(to_dir, to, &got, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -546,7 +528,7 @@ static int merge_entry(struct merge *m, int src, int dst, const char *n, int dep
 	if (m->check)
 		return 0;
 	if (!have) {
-		if (rename2(src, n, dst, n, RENAME_NOREPLACE) == 0)
+		if (sbx_renameat2(src, n, dst, n, SBX_RENAME_NOREPLACE) == 0)
 			return 0;
 		if (errno != ENOSYS && errno != EINVAL)
 			return sbx_err_set(m->e, SBX_ETRANSFER, errno, "move %s into place",
@@ -563,7 +545,7 @@ static int merge_entry(struct merge *m, int src, int dst, const char *n, int dep
 	/* A folder over a file or a symlink: swap them, then drop the old one from staging. */
 	if (!have && renameat(src, n, dst, n) == 0)
 		return 0;
-	if (rename2(src, n, dst, n, RENAME_EXCHANGE) != 0)
+	if (sbx_renameat2(src, n, dst, n, SBX_RENAME_EXCHANGE) != 0)
 		return sbx_err_set(m->e, SBX_ETRANSFER, errno, "replace %s with a folder", m->path);
 	return sbx_rmtree_at(src, n, m->e);
 }
@@ -653,10 +635,8 @@ int sbx_mkstage(int dirfd, const char *prefix, char *name, size_t cap, struct sb
 	static const char abc[] = "abcdefghijklmnopqrstuvwxyz0123456789";
 	for (int tries = 0; tries < 100; tries++) {
 		uint8_t r[6];
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 20) ^
-		             ((uint64_t)ts.tv_sec << 40) ^ (uint64_t)tries * 0x9e3779b97f4a7c15u;
+		uint64_t x = (uint64_t)sbx_now_ns() ^ ((uint64_t)getpid() << 20) ^
+		             (uint64_t)tries * 0x9e3779b97f4a7c15u;
 		int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 		if (fd >= 0) {
 			if (read(fd, r, sizeof r) == (ssize_t)sizeof r)
