@@ -983,27 +983,14 @@ static int parse_seconds(const char *s, int64_t *ms)
 	return 0;
 }
 
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9'   ? c - '0'
-	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
-	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
-	                              : -1;
-}
-
 static int parse_hex_key(const char *hex, size_t n, struct sbx_sup_opts *o)
 {
 	while (n > 0 && (hex[n - 1] == '\n' || hex[n - 1] == '\r' || hex[n - 1] == ' '))
 		n--;
-	if (n == 0 || n % 2 != 0 || n / 2 > sizeof o->key)
+	ssize_t k = sbx_unhex(hex, n, o->key, sizeof o->key);
+	if (k <= 0)
 		return -1;
-	for (size_t i = 0; i < n; i += 2) {
-		int hi = hexval(hex[i]), lo = hexval(hex[i + 1]);
-		if (hi < 0 || lo < 0)
-			return -1;
-		o->key[i / 2] = (uint8_t)(hi << 4 | lo);
-	}
-	o->key_len = n / 2;
+	o->key_len = (size_t)k;
 	return 0;
 }
 

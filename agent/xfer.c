@@ -164,12 +164,6 @@ _Noreturn static void fail_exit(struct out *o, const struct sbx_err *e)
 	_exit(1);
 }
 
-static void hex(const uint8_t *d, char *out)
-{
-	for (int i = 0; i < SBX_SHA256_LEN; i++)
-		snprintf(out + 2 * i, 3, "%02x", d[i]);
-}
-
 /* Opens the folder at the physical absolute path phys, creating missing components (0755)
  * when create is set. Components are opened one at a time from "/" without following a
  * symlink: phys is already physical, so a link appearing now is a race and refused. */
@@ -349,8 +343,8 @@ _Noreturn static void upload(const struct sbx_xfer_req *r, struct out *o, int co
 			                 r->path);
 		else if (memcmp(want, st.sha256, sizeof want) != 0) {
 			char a[65], b[65];
-			hex(want, a);
-			hex(st.sha256, b);
+			sbx_hex(want, SBX_SHA256_LEN, a);
+			sbx_hex(st.sha256, SBX_SHA256_LEN, b);
 			rc = sbx_err_set(
 			        &e, SBX_ETRANSFER, 0,
 			        "the archive's SHA-256 differs: the host sent %s, the agent "

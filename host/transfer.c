@@ -91,12 +91,6 @@ static void parse_stats(const uint8_t *p, size_t len, struct sbx_xfer_stats *st,
 	}
 }
 
-static void hex(const uint8_t *d, char *out)
-{
-	for (int i = 0; i < 32; i++)
-		snprintf(out + 2 * i, 3, "%02x", d[i]);
-}
-
 /* ---- the source thread (uploads) ---- */
 
 struct source {
@@ -252,8 +246,8 @@ static int run_upload(struct sbx_session *s, struct sbx_msgw *w, struct source *
 		parse_stats(p->resp, p->resp_len, st, NULL, 0, &have_sha);
 		if (!have_sha || memcmp(st->sha256, src->digest, 32) != 0) {
 			char a[65], b[65];
-			hex(src->digest, a);
-			hex(st->sha256, b);
+			sbx_hex(src->digest, SBX_SHA256_LEN, a);
+			sbx_hex(st->sha256, SBX_SHA256_LEN, b);
 			rc = sbx_err_set(
 			        e, SBX_EPROTOCOL, 0,
 			        "upload: the agent committed a stream whose SHA-256 (%s) is "
@@ -616,8 +610,8 @@ static int run_download(struct sbx_session *s, const char *source, const char *o
 		*e = ue; /* the host refused and cancelled: its refusal is the cause */
 	if (rc == 0 && !absent && (!have_sha || memcmp(st->sha256, us.sha256, 32) != 0)) {
 		char a[65], c[65];
-		hex(us.sha256, a);
-		hex(st->sha256, c);
+		sbx_hex(us.sha256, SBX_SHA256_LEN, a);
+		sbx_hex(st->sha256, SBX_SHA256_LEN, c);
 		rc = sbx_err_set(e, SBX_ETRANSFER, 0,
 		                 "download: the agent packed a stream with SHA-256 %s, the host "
 		                 "received %s",

@@ -197,6 +197,27 @@ void sbx_hex(const uint8_t *bytes, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+	                              : -1;
+}
+
+ssize_t sbx_unhex(const char *hex, size_t n, uint8_t *out, size_t cap)
+{
+	if (n % 2 != 0 || n / 2 > cap)
+		return -1;
+	for (size_t i = 0; i < n; i += 2) {
+		int hi = hexval(hex[i]), lo = hexval(hex[i + 1]);
+		if (hi < 0 || lo < 0)
+			return -1;
+		out[i / 2] = (uint8_t)(hi << 4 | lo);
+	}
+	return (ssize_t)(n / 2);
+}
+
 int sbx_digest_equal(const uint8_t a[SBX_SHA256_LEN], const uint8_t b[SBX_SHA256_LEN])
 {
 	uint8_t diff = 0;

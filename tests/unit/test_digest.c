@@ -323,6 +323,26 @@ static void digest_equal(void **state)
 	assert_false(sbx_digest_equal(a, b));
 }
 
+/* sbx_unhex takes what sbx_hex writes, either case, and nothing else: the supervisor's
+ * --key-hex used a copy of it, the CLI one with sscanf("%2x"), which also took " f" and "-1". */
+static void unhex(void **state)
+{
+	(void)state;
+	uint8_t b[4], back[4] = {0x00, 0x7f, 0xa5, 0xff};
+	char h[9];
+	sbx_hex(back, sizeof back, h);
+	assert_string_equal(h, "007fa5ff");
+	assert_int_equal(sbx_unhex(h, 8, b, sizeof b), 4);
+	assert_memory_equal(b, back, 4);
+	assert_int_equal(sbx_unhex("007FA5FF", 8, b, sizeof b), 4);
+	assert_memory_equal(b, back, 4);
+	assert_int_equal(sbx_unhex("", 0, b, sizeof b), 0);
+	const char *bad[] = {"0", "0g", " f", "-1", "+1", "0x", "f\n"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		assert_int_equal(sbx_unhex(bad[i], strlen(bad[i]), b, sizeof b), -1);
+	assert_int_equal(sbx_unhex("0011223344", 10, b, sizeof b), -1); /* 5 bytes into 4 */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -336,6 +356,7 @@ int main(void)
 	        cmocka_unit_test(hmac_rfc4231),
 	        cmocka_unit_test(hmac_streaming_equals_oneshot),
 	        cmocka_unit_test(digest_equal),
+	        cmocka_unit_test(unhex),
 	};
 	return cmocka_run_group_tests_name("digest", tests, NULL, NULL);
 }
