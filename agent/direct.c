@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "paths.h"
 #include "sys.h"
 
 #define MAX_REFUSED 16
@@ -26,14 +27,13 @@ void sbx_direct_init(struct sbx_direct *l)
 int sbx_direct_listen(struct sbx_direct *l, const uint8_t *token, int64_t deadline_ns, char *err,
                       size_t cap)
 {
-	static const char *const where[] = {"/tmp", "/dev/shm", "/run", "/var/tmp"};
 	sbx_direct_close(l);
 	l->refused = 0;
 	l->deadline_ns = deadline_ns;
 	memcpy(l->token, token, SBX_DIRECT_TOKEN_LEN);
 	int saved = 0;
-	for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
-		snprintf(l->dir, sizeof l->dir, "%s/.sbx-direct-XXXXXX", where[i]);
+	for (const char *at = SBX_SANDBOX_DIRS;
+	     sbx_dir_next(&at, SBX_DIRECT_PREFIX "XXXXXX", l->dir, sizeof l->dir);) {
 		if (mkdtemp(l->dir) != NULL) {
 			saved = 0;
 			break;

@@ -23,7 +23,8 @@ struct sbx_direct {
 
 void sbx_direct_init(struct sbx_direct *l);
 
-/* Makes the folder (0700, in the first of /tmp /dev/shm /run /var/tmp that takes it) and the
+/* Makes the folder (0700, SBX_DIRECT_PREFIX and 6 random characters in the first of
+ * SBX_SANDBOX_DIRS that takes it) and the
  * listening socket. 0, or -1 with errno and a message in err. */
 int sbx_direct_listen(struct sbx_direct *l, const uint8_t *token, int64_t deadline_ns, char *err,
                       size_t cap);

@@ -8,9 +8,9 @@
  * Where it lives: in the sandbox's init (`sbx-agent init`, the ns runner and the containers sbx
  * made), in a daemon the first SETUP starts (sandboxes sbx did not make), or for one session in
  * the serve process itself (the local and qemu runners, where the sandbox is this machine).
- * Serve processes reach an init or daemon keeper over a unix socket, KEEPER_DIR/k at the first
- * of the sandbox folders that holds one (agent/resident.h), with one request per connection:
- * [u32 length][message] each way, the message being the REQUEST payload itself. */
+ * Serve processes reach an init or daemon keeper over a unix socket, SBX_KEEPER_DIR/
+ * SBX_KEEPER_SOCK in the first of SBX_SOCKET_DIRS (shared/proto.h) that holds one, with one request
+ * per connection: [u32 length][message] each way, the message being the REQUEST payload itself. */
 #ifndef SBX_AGENT_KEEPER_H
 #define SBX_AGENT_KEEPER_H
 
@@ -21,8 +21,6 @@
 #include "msg.h"
 #include "trust.h"
 
-#define SBX_KEEPER_DIR ".sbx-keeper"
-#define SBX_KEEPER_SOCK "k"
 /* Run nonces remembered to refuse a replayed run request. */
 #define SBX_KEEPER_NONCES 256
 

@@ -10,7 +10,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-static const char *const where[] = {"/", "/run", "/dev/shm", "/tmp"};
+#include "paths.h"
+#include "proto.h"
 
 /* A folder of ours at parent/name: made 0700, or one already there that is a real folder
  * owned by us (never followed through a symlink). Its fd, or -1. */
@@ -38,8 +39,9 @@ static int own_dir(const char *parent, const char *name, int create)
 int sbx_sock_listen(const char *dir, const char *sock, char *err, size_t cap)
 {
 	int saved = ENOENT;
-	for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
-		int dfd = own_dir(where[i], dir, 1);
+	char where[16];
+	for (const char *at = SBX_SOCKET_DIRS; sbx_dir_next(&at, "", where, sizeof where);) {
+		int dfd = own_dir(where, dir, 1);
 		if (dfd < 0) {
 			saved = errno;
 			continue;
@@ -72,16 +74,20 @@ int sbx_sock_listen(const char *dir, const char *sock, char *err, size_t cap)
 int sbx_sock_connect(const char *dir, const char *sock)
 {
 	int saved = ENOENT;
-	for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
-		int dfd = own_dir(where[i], dir, 0);
+	char where[16], path[64];
+	for (const char *at = SBX_SOCKET_DIRS; sbx_dir_next(&at, "", where, sizeof where);) {
+		int dfd = own_dir(where, dir, 0);
 		if (dfd < 0)
 			continue;
 		close(dfd);
 		/* By name: a folder swapped after the check can only put another listener there,
 		 * which the callers' protocol does not trust (agent/keeper.h). */
+		const char *one = where;
 		struct sockaddr_un a = {.sun_family = AF_UNIX};
-		snprintf(a.sun_path, sizeof a.sun_path, "%s%s%s/%s", where[i],
-		         where[i][1] != '\0' ? "/" : "", dir, sock);
+		if (!sbx_dir_next(&one, dir, path, sizeof path) ||
+		    snprintf(a.sun_path, sizeof a.sun_path, "%s/%s", path, sock) >=
+		            (int)sizeof a.sun_path)
+			continue;
 		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		int rc = fd >= 0 ? connect(fd, (struct sockaddr *)&a, sizeof a) : -1;
 		saved = errno;
@@ -96,7 +102,7 @@ int sbx_sock_connect(const char *dir, const char *sock)
 
 int sbx_resident_listen(char *err, size_t cap)
 {
-	return sbx_sock_listen(SBX_RESIDENT_NAME, "s", err, cap);
+	return sbx_sock_listen(SBX_RESIDENT_DIR, SBX_RESIDENT_SOCK, err, cap);
 }
 
 int sbx_resident_accept(int lfd)

@@ -8,23 +8,19 @@
 
 #include <stddef.h>
 
-/* The folders tried, in this order, for SBX_RESIDENT_DIR ("/.sbx-serve", "/run/.sbx-serve",
- * ...): the container's own root first (not a volume the operator may share), then the
- * tmpfs mounts a read-only container still has. The host tries the same list. */
-#define SBX_RESIDENT_NAME ".sbx-serve"
-
-/* The listening socket (non-blocking, close-on-exec) at the first folder of the list that
- * takes it, folder 0700 and owned by root; -1 with a message in err. A folder already there
+/* The listening socket (non-blocking, close-on-exec) SBX_RESIDENT_SOCK in SBX_RESIDENT_DIR
+ * at the first of SBX_SOCKET_DIRS (shared/proto.h: the host tries the same list) that takes
+ * it, folder 0700 and owned by root; -1 with a message in err. A folder already there
  * (a restarted container) is kept when it is a real folder owned by root, its old socket
  * removed. */
 int sbx_resident_listen(char *err, size_t cap);
 
 /* A listening unix socket (non-blocking, close-on-exec) at DIR/dir/sock for the first DIR of
- * the list above whose dir folder it can make or reuse (0700, owned by this euid, never a
+ * SBX_SOCKET_DIRS whose dir folder it can make or reuse (0700, owned by this euid, never a
  * symlink); an old socket there is removed. -1 with a message in err. */
 int sbx_sock_listen(const char *dir, const char *sock, char *err, size_t cap);
 
-/* A connection (blocking) to DIR/dir/sock at the first DIR of the list where that folder is
+/* A connection (blocking) to DIR/dir/sock at the first DIR of SBX_SOCKET_DIRS where that folder is
  * ours (owned by this euid, not writable by others); -1 with errno when none answers. */
 int sbx_sock_connect(const char *dir, const char *sock);
 

@@ -19,18 +19,20 @@
 #include <unistd.h>
 
 #include "session.h"
+#include "paths.h"
 #include "sys.h"
 
-/* /tmp|/dev/shm|/run|/var/tmp + "/.sbx-direct-" + 6 of [A-Za-z0-9] + "/s": what agent/direct.c
- * makes. The folder part (without "/s") goes to dir. */
+/* One of SBX_SANDBOX_DIRS + "/" SBX_DIRECT_PREFIX + 6 of [A-Za-z0-9] + "/s": what
+ * agent/direct.c makes. The folder part (without "/s") goes to dir. */
 static int direct_shape(const char *p, char *dir, size_t cap)
 {
-	static const char *const where[] = {"/tmp/", "/dev/shm/", "/run/", "/var/tmp/"};
-	for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
-		size_t n = strlen(where[i]);
-		if (strncmp(p, where[i], n) != 0 || strncmp(p + n, ".sbx-direct-", 12) != 0)
+	char want[64];
+	for (const char *at = SBX_SANDBOX_DIRS;
+	     sbx_dir_next(&at, SBX_DIRECT_PREFIX, want, sizeof want);) {
+		size_t n = strlen(want);
+		if (strncmp(p, want, n) != 0)
 			continue;
-		const char *x = p + n + 12;
+		const char *x = p + n;
 		for (int k = 0; k < 6; k++)
 			if (!((x[k] >= 'a' && x[k] <= 'z') || (x[k] >= 'A' && x[k] <= 'Z') ||
 			      (x[k] >= '0' && x[k] <= '9')))
@@ -124,15 +126,14 @@ static int reach(pid_t pid, const char *path, struct sbx_err *e)
 
 int sbx_session_resident(struct sbx_session **out, pid_t pid, double timeout_s, struct sbx_err *e)
 {
-	/* agent/resident.c's list, in its order. */
-	static const char *const where[] = {"/.sbx-serve", "/run/.sbx-serve", "/dev/shm/.sbx-serve",
-	                                    "/tmp/.sbx-serve"};
 	*out = NULL;
 	sbx_err_set(e, SBX_EUNAVAILABLE, 0, "no resident agent in the sandbox of process %d",
 	            (int)pid);
-	for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
+	char dir[64];
+	for (const char *at = SBX_SOCKET_DIRS;
+	     sbx_dir_next(&at, SBX_RESIDENT_DIR, dir, sizeof dir);) {
 		struct sbx_err ce;
-		int c = connect_in(pid, where[i], "s", &ce);
+		int c = connect_in(pid, dir, SBX_RESIDENT_SOCK, &ce);
 		if (c < 0)
 			continue;
 		/* Only the sandbox's init made that listener: anything else there is a process of
@@ -141,7 +142,7 @@ int sbx_session_resident(struct sbx_session **out, pid_t pid, double timeout_s, 
 			close(c);
 			sbx_err_set(e, SBX_EPROTOCOL, 0,
 			            "resident agent: the listener at %s is not the sandbox's init",
-			            where[i]);
+			            dir);
 			continue;
 		}
 		/* An init that is there answers at once: the HELLO gets at most 10 s. */
@@ -192,20 +193,18 @@ static int keeper_io(int c, const uint8_t *req, size_t len, uint8_t *ans, size_t
 
 int sbx_keeper_setup_at(pid_t pid, const uint8_t secret[SBX_SECRET_LEN], struct sbx_err *e)
 {
-	/* agent/resident.c's list, in its order, with the keeper's folder. */
-	static const char *const where[] = {"/.sbx-keeper", "/run/.sbx-keeper",
-	                                    "/dev/shm/.sbx-keeper", "/tmp/.sbx-keeper"};
 	sbx_err_set(e, SBX_EUNAVAILABLE, 0, "no keeper in the sandbox of process %d", (int)pid);
-	for (size_t i = 0; i < sizeof where / sizeof where[0]; i++) {
+	char dir[64];
+	for (const char *at = SBX_SOCKET_DIRS;
+	     sbx_dir_next(&at, SBX_KEEPER_DIR, dir, sizeof dir);) {
 		struct sbx_err ce;
-		int c = connect_in(pid, where[i], "k", &ce);
+		int c = connect_in(pid, dir, SBX_KEEPER_SOCK, &ce);
 		if (c < 0)
 			continue;
 		if (listener(c) != pid) {
 			close(c);
 			sbx_err_set(e, SBX_EPROTOCOL, 0,
-			            "keeper: the listener at %s is not the sandbox's init",
-			            where[i]);
+			            "keeper: the listener at %s is not the sandbox's init", dir);
 			continue;
 		}
 		uint8_t req[96], ans[1024];

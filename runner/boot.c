@@ -14,6 +14,7 @@
 
 #include "arch.h"
 #include "channel.h"
+#include "proto.h"
 
 /* Stdout carries the dialog's lines only; every other output goes to stderr or nowhere.
  * A file is written as NAME.PID first, run once with --version (a noexec folder or a
@@ -23,7 +24,7 @@ static const char script[] =
         "echo \"sbx-machine:$(uname -m)\"\n"
         "read -r n z || exit 1\n"
         "case \"$n\" in .sbx-agent-*) ;; *) exit 1 ;; esac\n"
-        "for d in /tmp /dev/shm /var/tmp /run ''; do\n"
+        "for d in " SBX_SANDBOX_DIRS " ''; do\n"
         "  p=\"$d/$n\"\n"
         "  if [ -f \"$p\" ] && \"$p\" --version >/dev/null 2>&1; then\n"
         "    echo \"sbx-exec:$p\"; exec \"$p\" serve\n"
@@ -31,7 +32,7 @@ static const char script[] =
         "done\n"
         "echo sbx-send\n"
         "r=\n"
-        "for d in /tmp /dev/shm /var/tmp /run ''; do\n"
+        "for d in " SBX_SANDBOX_DIRS " ''; do\n"
         "  f=\"$d/$n.$$\"\n"
         "  if [ -z \"$r\" ]; then\n"
         "    true 2>/dev/null >\"$f\" || continue\n"

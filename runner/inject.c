@@ -14,12 +14,14 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "paths.h"
+#include "proto.h"
 #include "sys.h"
 
 #define COPY_TIMEOUT 300.0
 #define OUT_CAP (64 * 1024)
 
-static const char *const candidates[] = {"/tmp", "/dev/shm", "/var/tmp", "/run", "/"};
+#define CANDIDATES SBX_SANDBOX_DIRS " /"
 
 /* The copy is run once before it takes the final name, so a folder mounted noexec (or a
  * binary of the wrong architecture) never gets a file there that would only fail later. */
@@ -27,11 +29,16 @@ static const char stream_script[] =
         "t=\"$1.$$\" && cat > \"$t\" && chmod 0755 \"$t\" && \"$t\" --version >/dev/null 2>&1 "
         "&& mv -f \"$t\" \"$1\" || { rm -f \"$t\"; exit 1; }";
 
-/* uname -m and the agents already there, in one exec. */
-static const char survey_script[] =
-        "echo \"sbx-machine:$(uname -m)\"; for f in /tmp/.sbx-agent-* /dev/shm/.sbx-agent-* "
-        "/var/tmp/.sbx-agent-* /run/.sbx-agent-* /.sbx-agent-*; do [ -f \"$f\" ] && echo "
-        "\"sbx-found:$f\"; done; exit 0";
+/* uname -m and the agents already there (for f in /tmp/.sbx-agent-* ...), in one exec. */
+static void survey_script(char *out, size_t cap)
+{
+	char g[32];
+	int n = snprintf(out, cap, "echo \"sbx-machine:$(uname -m)\"; for f in");
+	for (const char *at = CANDIDATES; sbx_dir_next(&at, ".sbx-agent-*", g, sizeof g);)
+		n += snprintf(out + n, cap - (size_t)n, " %s", g);
+	snprintf(out + n, cap - (size_t)n,
+	         "; do [ -f \"$f\" ] && echo \"sbx-found:$f\"; done; exit 0");
+}
 
 char *sbx_shell_quote(const char *s)
 {
@@ -147,7 +154,9 @@ int sbx_inject_survey(const struct sbx_inject_target *t, double timeout_s, char 
 {
 	/* Markers, because the channel's own messages (ssh's warnings, kubectl's notices)
 	 * share the captured output. */
-	const char *cmd[] = {"sh", "-c", survey_script, NULL};
+	char script[512];
+	survey_script(script, sizeof script);
+	const char *cmd[] = {"sh", "-c", script, NULL};
 	char **argv = sbx_inject_command(t, cmd);
 	if (argv == NULL)
 		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "%s", t->what);
@@ -299,10 +308,8 @@ int sbx_inject_open(const struct sbx_inject_target *t, const char *local, double
 
 	if (t->found != NULL) {
 		/* A survey said what is there: try only those, in the candidates' order. */
-		for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
-			char dst[256];
-			snprintf(dst, sizeof dst, "%s/%s",
-			         strcmp(candidates[i], "/") == 0 ? "" : candidates[i], fname);
+		char dst[256];
+		for (const char *at = CANDIDATES; sbx_dir_next(&at, fname, dst, sizeof dst);) {
 			if (!listed(t->found, dst))
 				continue;
 			res->tries++;
@@ -316,8 +323,10 @@ int sbx_inject_open(const struct sbx_inject_target *t, const char *local, double
 		char first[256];
 		if (t->first != NULL && t->first[0] != '\0')
 			snprintf(first, sizeof first, "%s", t->first);
-		else
-			snprintf(first, sizeof first, "%s/%s", candidates[0], fname);
+		else {
+			const char *at = CANDIDATES;
+			sbx_dir_next(&at, fname, first, sizeof first);
+		}
 		int guess = !t->no_guess || (t->first != NULL && t->first[0] != '\0');
 		res->tries += guess;
 		if (guess && try_open(t, first, timeout_s, want, s) == 1) {
@@ -326,10 +335,8 @@ int sbx_inject_open(const struct sbx_inject_target *t, const char *local, double
 			return 0;
 		}
 	}
-	for (size_t i = 0; i < sizeof candidates / sizeof candidates[0]; i++) {
-		char dst[256];
-		snprintf(dst, sizeof dst, "%s/%s",
-		         strcmp(candidates[i], "/") == 0 ? "" : candidates[i], fname);
+	char dst[256];
+	for (const char *at = CANDIDATES; sbx_dir_next(&at, fname, dst, sizeof dst);) {
 		enum sbx_inject_how how = SBX_INJECT_COPIED;
 		if (t->copy == NULL || t->copy(t->copy_ctx, local, dst) != 0) {
 			if (stream_copy(t, local, dst) != 0)
@@ -344,7 +351,7 @@ int sbx_inject_open(const struct sbx_inject_target *t, const char *local, double
 		}
 	}
 	return sbx_err_set(e, SBX_EUNAVAILABLE, 0,
-	                   "could not inject the agent into %s: no place among /tmp /dev/shm "
-	                   "/var/tmp /run / was writable and executable",
+	                   "could not inject the agent into %s: no place among " CANDIDATES
+	                   " was writable and executable",
 	                   t->what);
 }

@@ -2,6 +2,7 @@
  * (fuzz/fuzz_paths.c) and both sides of the protocol agree on what a path names. */
 #include "paths.h"
 
+#include <stdio.h>
 #include <string.h>
 
 int sbx_path_normalize(const char *in, char *out, size_t cap)
@@ -68,4 +69,23 @@ int sbx_path_within(const char *inner, const char *outer)
 		return 1;
 	size_t n = strlen(outer);
 	return strncmp(inner, outer, n) == 0 && (inner[n] == '\0' || inner[n] == '/');
+}
+
+int sbx_dir_next(const char **at, const char *name, char *out, size_t cap)
+{
+	for (;;) {
+		const char *p = *at;
+		while (*p == ' ')
+			p++;
+		size_t n = strcspn(p, " ");
+		if (n == 0)
+			return 0;
+		*at = p + n;
+		/* "/" joined with a name is "/name", not "//name". */
+		size_t dn = n == 1 && p[0] == '/' && name[0] != '\0' ? 0 : n;
+		int len = snprintf(out, cap, "%.*s%s%s", (int)dn, p, name[0] != '\0' ? "/" : "",
+		                   name);
+		if (len >= 0 && (size_t)len < cap)
+			return 1;
+	}
 }

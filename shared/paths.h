@@ -19,4 +19,10 @@ int sbx_path_normalize(const char *in, char *out, size_t cap);
  * absolute paths; a relative one is within nothing and contains nothing. */
 int sbx_path_within(const char *inner, const char *outer);
 
+/* Walks a list of folders such as SBX_SANDBOX_DIRS (absolute paths, one space apart): writes
+ * the next folder joined with name into out ("/tmp" and "x" give "/tmp/x", "/" gives "/x";
+ * an empty name gives the folder itself) and moves *at past it. 1, or 0 at the end of the
+ * list; a folder whose result does not fit in cap is skipped. */
+int sbx_dir_next(const char **at, const char *name, char *out, size_t cap);
+
 #endif

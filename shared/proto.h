@@ -169,6 +169,24 @@ enum sbx_tag {
  * it (everything after is frames). */
 #define SBX_DIRECT_TOKEN_LEN 32
 #define SBX_DIRECT_ACK 0x5a
+/* The direct socket's folder: this name and 6 of [A-Za-z0-9] in one of SBX_SANDBOX_DIRS. */
+#define SBX_DIRECT_PREFIX ".sbx-direct-"
+
+/* The folders of a sandbox where sbx writes, in the order they are tried; agent and host hold
+ * the same list (the host checks what the agent says against it). One string of absolute
+ * paths, so the shell scripts the runners send use it as it is (runner/boot.c,
+ * runner/inject.c); C code walks it with sbx_dir_next (shared/paths.h).
+ * SBX_SANDBOX_DIRS: tmpfs first; the agent's binary (with "/" after them) and the direct
+ * socket's folder go there. SBX_SOCKET_DIRS: the fixed places of the resident agent's and
+ * the keeper's sockets (SBX_RESIDENT_DIR, SBX_KEEPER_DIR), which the host finds without
+ * asking: the container's own root first (not a volume an operator may share), then the
+ * tmpfs mounts a read-only container still has. */
+#define SBX_SANDBOX_DIRS "/tmp /dev/shm /var/tmp /run"
+#define SBX_SOCKET_DIRS "/ /run /dev/shm /tmp"
+#define SBX_RESIDENT_DIR ".sbx-serve"
+#define SBX_RESIDENT_SOCK "s"
+#define SBX_KEEPER_DIR ".sbx-keeper"
+#define SBX_KEEPER_SOCK "k"
 
 /* UPLOAD modes. */
 enum sbx_xmode {

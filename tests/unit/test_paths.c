@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "paths.h"
+#include "proto.h"
 
 static void expect_norm(const char *in, const char *want)
 {
@@ -120,12 +121,38 @@ static void within_components(void **state)
 	assert_int_equal(sbx_path_within(NULL, "/"), 0);
 }
 
+/* The folder lists of shared/proto.h, walked as the agent, the host and the runners do. */
+static void dir_lists(void **state)
+{
+	(void)state;
+	char out[64], all[256] = "";
+	for (const char *at = SBX_SANDBOX_DIRS " /";
+	     sbx_dir_next(&at, ".sbx-agent-x", out, sizeof out);)
+		strcat(strcat(all, out), "|");
+	assert_string_equal(all, "/tmp/.sbx-agent-x|/dev/shm/.sbx-agent-x|/var/tmp/.sbx-agent-x|"
+	                         "/run/.sbx-agent-x|/.sbx-agent-x|");
+	all[0] = '\0';
+	for (const char *at = SBX_SOCKET_DIRS; sbx_dir_next(&at, "", out, sizeof out);)
+		strcat(strcat(all, out), "|");
+	assert_string_equal(all, "/|/run|/dev/shm|/tmp|");
+	/* A folder whose result does not fit is skipped, never cut. */
+	const char *at = "/tmp /a-much-longer-folder /run";
+	assert_int_equal(sbx_dir_next(&at, "x", out, 8), 1);
+	assert_string_equal(out, "/tmp/x");
+	assert_int_equal(sbx_dir_next(&at, "x", out, 8), 1);
+	assert_string_equal(out, "/run/x");
+	assert_int_equal(sbx_dir_next(&at, "x", out, 8), 0);
+	at = "";
+	assert_int_equal(sbx_dir_next(&at, "x", out, sizeof out), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(normalize_collapses), cmocka_unit_test(normalize_dotdot),
 	        cmocka_unit_test(normalize_refuses),   cmocka_unit_test(normalize_capacity),
 	        cmocka_unit_test(normalize_in_place),  cmocka_unit_test(within_components),
+	        cmocka_unit_test(dir_lists),
 	};
 	return cmocka_run_group_tests_name("paths", tests, NULL, NULL);
 }
