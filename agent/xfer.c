@@ -22,6 +22,7 @@
 #include "sys.h"
 #include "treemove.h"
 #include "unpack.h"
+#include "walk.h"
 
 #define STAGE_PREFIX ".sbx-stage"
 
@@ -164,37 +165,24 @@ _Noreturn static void fail_exit(struct out *o, const struct sbx_err *e)
 	_exit(1);
 }
 
-/* Opens the folder at the physical absolute path phys, creating missing components (0755)
- * when create is set. Components are opened one at a time from "/" without following a
- * symlink: phys is already physical, so a link appearing now is a race and refused. */
+/* Opens the folder at the physical absolute path phys by the safe walk from "/", creating
+ * missing components (0755) when create is set: phys is already physical, so a link appearing
+ * now is a race and refused. */
 static int open_phys_dir(const char *phys, int create, struct sbx_err *e)
 {
-	int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	int root = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
 		return sbx_err_set(e, SBX_ETRANSFER, errno, "open /");
-	char buf[4096];
-	snprintf(buf, sizeof buf, "%s", phys);
-	char *save = NULL;
-	for (char *c = strtok_r(buf, "/", &save); c != NULL; c = strtok_r(NULL, "/", &save)) {
-		int nfd = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (nfd < 0 && errno == ENOENT && create) {
-			if (mkdirat(fd, c, 0755) != 0 && errno != EEXIST) {
-				int err = errno;
-				close(fd);
-				return sbx_err_set(e, SBX_ETRANSFER, err,
-				                   "create the folder %s in %s", c, phys);
-			}
-			nfd = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		}
-		if (nfd < 0) {
-			int err = errno;
-			close(fd);
-			return sbx_err_set(e, SBX_ETRANSFER, err, "open the folder %s (at %s)",
-			                   phys, c);
-		}
-		close(fd);
-		fd = nfd;
-	}
+	char rel[4096];
+	snprintf(rel, sizeof rel, "%s", phys + 1);
+	if (rel[0] == '\0')
+		return root;
+	struct sbx_walk w;
+	sbx_walk_init(&w, 0);
+	int fd = sbx_walk_dir(&w, root, rel, create, O_RDONLY, "", e);
+	close(root);
+	if (fd < 0)
+		sbx_err_prefix(e, "the folder %s", phys);
 	return fd;
 }
 

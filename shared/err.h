@@ -4,6 +4,7 @@
 #define SBX_ERR_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 enum sbx_err_class {
 	SBX_OK = 0,
@@ -32,6 +33,14 @@ int sbx_err_class_parse(const char *name, enum sbx_err_class *out);
  * fit; an errnum other than 0 appends ": strerror(errnum)". */
 int sbx_err_set(struct sbx_err *e, enum sbx_err_class cls, int errnum, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
+
+/* Puts the formatted prefix and ": " before e's message (the whole cut to fit), keeping its
+ * class and errno. Returns -1, like sbx_err_set. */
+int sbx_err_prefix(struct sbx_err *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A name (a member, a path component) fit for a message, into buf (cap bytes): control bytes
+ * become '?', a name longer than cap - 4 is cut and ends in "...". Returns buf. */
+const char *sbx_err_show(const char *s, char *buf, size_t cap);
 
 /* Resets *e to SBX_OK with an empty message. */
 void sbx_err_clear(struct sbx_err *e);

@@ -1,12 +1,12 @@
 /* Placement of archive members under a root fd. Each member's parent is opened afresh from
- * the root with symlinks refused (openat2, or one O_NOFOLLOW|O_DIRECTORY open per component),
+ * the root by the safe walk (shared/walk.h: no symlink is ever followed on the way),
  * the final name is created relative to that parent fd, and directory metadata waits for
  * sbx_put_finish, applied through fds so a directory swapped for a link changes nothing. A hard
  * link to a member not placed yet waits for sbx_put_finish too, and is then made by the same
  * rules as any other. */
 #include "tree_put.h"
 #include "member.h"
-#include "sys.h"
+#include "walk.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,10 +48,8 @@ struct pending_link {
 struct sbx_put {
 	int root;
 	enum sbx_put_mode mode;
-	int walk;    /* 1: component walk; 0: openat2 */
+	struct sbx_walk w;
 	int refused; /* a member was refused: finish applies nothing */
-	int soft;    /* a missing path component is reported in missing, not refused */
-	int missing;
 	struct pending_link *links;
 	size_t nlinks, caplinks, live_links;
 	size_t *ltab; /* open addressing: pending link index + 1 by name; 0 is empty */
@@ -76,22 +74,6 @@ struct sbx_put {
 	mode_t umask; /* host modes: the process's umask (07777: unknown) */
 };
 
-/* A name fit for a message: control bytes become '?', long names are cut. */
-static const char *show(const char *s, char *buf, size_t cap)
-{
-	size_t n = 0;
-	for (; s[n] != '\0' && n + 4 < cap; n++) {
-		unsigned char c = (unsigned char)s[n];
-		buf[n] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
-	}
-	if (s[n] != '\0') {
-		memcpy(buf + n, "...", 3);
-		n += 3;
-	}
-	buf[n] = '\0';
-	return buf;
-}
-
 /* Records a refusal of member raw: "member RAW: RULE". */
 static int refuse(struct sbx_put *p, struct sbx_err *e, int errnum, const char *raw,
                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -106,8 +88,8 @@ static int refuse(struct sbx_put *p, struct sbx_err *e, int errnum, const char *
 	vsnprintf(rule, sizeof rule, fmt, ap);
 	va_end(ap);
 	p->refused = 1;
-	return sbx_err_set(e, SBX_ETRANSFER, errnum, "member %s: %s", show(raw, name, sizeof name),
-	                   rule);
+	return sbx_err_set(e, SBX_ETRANSFER, errnum, "member %s: %s",
+	                   sbx_err_show(raw, name, sizeof name), rule);
 }
 
 /* Takes n more bytes of the state kept between members, or refuses the member raw. */
@@ -120,40 +102,6 @@ static int charge(struct sbx_put *p, size_t n, const char *raw, struct sbx_err *
 		              SBX_PUT_STATE_MAX >> 20);
 	p->state += n;
 	return 0;
-}
-
-static int sys_openat2(int dfd, const char *path, uint64_t flags)
-{
-	for (int i = 0; i < 64; i++) {
-		int r = sbx_openat2(dfd, path, flags,
-		                    SBX_RESOLVE_BENEATH | SBX_RESOLVE_NO_SYMLINKS |
-		                            SBX_RESOLVE_NO_MAGICLINKS);
-		if (r >= 0)
-			return (int)r;
-		if (errno != EAGAIN)
-			return -1;
-	}
-	return -1;
-}
-
-/* openat2 missing (old kernel) or filtered (seccomp): the component walk takes over. */
-static int no_openat2(int err)
-{
-	return err == ENOSYS || err == EPERM || err == E2BIG;
-}
-
-/* Opens the directory comp (one component) under dfd; never follows a symlink: with
- * O_NOFOLLOW|O_DIRECTORY a symlink fails with ENOTDIR or ELOOP. how is O_PATH or O_RDONLY. */
-static int open_dir(struct sbx_put *p, int dfd, const char *comp, int how)
-{
-	int flags = how | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-	if (!p->walk) {
-		int fd = sys_openat2(dfd, comp, (uint64_t)flags);
-		if (fd >= 0 || !no_openat2(errno))
-			return fd;
-		p->walk = 1;
-	}
-	return openat(dfd, comp, flags);
 }
 
 static void close_dir(struct sbx_put *p, int fd)
@@ -186,64 +134,6 @@ static mode_t read_umask(void)
 	return (mode_t)(v & 07777);
 }
 
-/* One step of the walk: opens comp under dfd as a directory, creating it (0755) when missing
- * and create is set. what prefixes messages ("" or "hard-link target "). */
-static int step(struct sbx_put *p, int dfd, const char *comp, int create, const char *raw,
-                const char *what, struct sbx_err *e)
-{
-	char c[80];
-	for (int tries = 0; tries < PUT_TRIES; tries++) {
-		int fd = open_dir(p, dfd, comp, O_PATH);
-		if (fd >= 0)
-			return fd;
-		int err = errno;
-		if (err == ENOENT && create) {
-			if (mkdirat(dfd, comp, 0700) != 0) {
-				if (errno == EEXIST)
-					continue;
-				return refuse(p, e, errno, raw, "cannot create directory %s",
-				              show(comp, c, sizeof c));
-			}
-			/* mkdirat's mode passes through the umask: set 0755 through an fd. */
-			fd = open_dir(p, dfd, comp, O_RDONLY);
-			if (fd < 0)
-				continue;
-			if (fchmod(fd, 0755) != 0) {
-				err = errno;
-				close(fd);
-				return refuse(p, e, err, raw, "cannot set the mode of %s",
-				              show(comp, c, sizeof c));
-			}
-			return fd;
-		}
-		if (err == ENOENT && p->soft) {
-			p->missing = 1;
-			return -1;
-		}
-		if (err == ENOENT)
-			return refuse(p, e, 0, raw, "%spath component %s does not exist", what,
-			              show(comp, c, sizeof c));
-		if (err == ENOTDIR || err == ELOOP || err == EXDEV) {
-			struct stat st;
-			if (fstatat(dfd, comp, &st, AT_SYMLINK_NOFOLLOW) != 0)
-				continue;
-			if (S_ISLNK(st.st_mode))
-				return refuse(p, e, 0, raw,
-				              "%spath component %s is a symlink (never followed)",
-				              what, show(comp, c, sizeof c));
-			if (!S_ISDIR(st.st_mode))
-				return refuse(p, e, 0, raw,
-				              "%spath component %s is not a directory", what,
-				              show(comp, c, sizeof c));
-			continue;
-		}
-		return refuse(p, e, err, raw, "%scannot open path component %s", what,
-		              show(comp, c, sizeof c));
-	}
-	return refuse(p, e, 0, raw, "%spath component %s keeps changing", what,
-	              show(comp, c, sizeof c));
-}
-
 /* Opens the directory holding the last component of norm (a normalized member name; it is
  * modified while walking and restored). *dfd may be p->root (close with close_dir); *base
  * points into norm. Works component by component past PATH_MAX. */
@@ -266,34 +156,17 @@ static int open_parent(struct sbx_put *p, char *norm, int create, const char *ra
 			return 0;
 		}
 	}
-	if (!p->walk) {
-		*slash = '\0';
-		int fd = sys_openat2(p->root, norm, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		int err = errno;
-		*slash = '/';
-		if (fd >= 0) {
-			*dfd = fd;
-			return 0;
-		}
-		if (no_openat2(err))
-			p->walk = 1;
-		/* Otherwise a missing directory, a symlink, or a path past PATH_MAX: the walk
-		 * creates the first and names the second precisely. */
-	}
-	int cur = p->root;
-	char *c = norm;
-	while (c < slash) {
-		char *end = strchr(c, '/');
-		*end = '\0';
-		int fd = step(p, cur, c, create, raw, what, e);
-		*end = '/';
-		close_dir(p, cur);
-		if (fd < 0)
+	*slash = '\0';
+	int fd = sbx_walk_dir(&p->w, p->root, norm, create, O_PATH, what, e);
+	*slash = '/';
+	if (fd < 0) {
+		if (p->w.missing)
 			return -1;
-		cur = fd;
-		c = end + 1;
+		char name[80];
+		p->refused = 1;
+		return sbx_err_prefix(e, "member %s", sbx_err_show(raw, name, sizeof name));
 	}
-	*dfd = cur;
+	*dfd = fd;
 	return 0;
 }
 
@@ -394,7 +267,7 @@ int sbx_put_open(struct sbx_put **out, int root_fd, enum sbx_put_mode mode, int 
 	}
 	p->mode = mode;
 	p->not_root = mode == SBX_PUT_SANDBOX && geteuid() != 0;
-	p->walk = force_walk != 0;
+	sbx_walk_init(&p->w, force_walk);
 	p->file_fd = -1;
 	p->pdir_fd = -1;
 	p->umask = mode == SBX_PUT_SANDBOX ? 07777 : read_umask();
@@ -483,7 +356,7 @@ static int put_dir(struct sbx_put *p, int dfd, const char *base, const char *nor
 				continue;
 			return refuse(p, e, errno, m->name, "cannot create the directory");
 		}
-		int fd = open_dir(p, dfd, base, O_RDONLY);
+		int fd = sbx_walk_open(&p->w, dfd, base, O_RDONLY);
 		if (fd < 0) {
 			if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP || errno == EXDEV)
 				continue;
@@ -544,7 +417,7 @@ static int put_symlink(struct sbx_put *p, int dfd, const char *base, const char 
 		return refuse(p, e, 0, m->name, "empty symlink target");
 	if (p->mode == SBX_PUT_DATA && !sbx_member_link_inside(norm, m->link))
 		return refuse(p, e, 0, m->name, "symlink target %s leaves the root",
-		              show(m->link, t, sizeof t));
+		              sbx_err_show(m->link, t, sizeof t));
 	for (int tries = 0; tries < PUT_TRIES; tries++) {
 		if (clear_slot(p, dfd, base, 'l', m->name, e) < 0)
 			return -1;
@@ -669,12 +542,11 @@ static int link_to(struct sbx_put *p, int dfd, const char *base, char *target, c
 	char t[80];
 	int tdfd;
 	const char *tbase;
-	p->soft = defer;
-	p->missing = 0;
+	p->w.soft = defer;
 	int r = open_parent(p, target, 0, raw, "hard-link target ", &tdfd, &tbase, e);
-	p->soft = 0;
+	p->w.soft = 0;
 	if (r != 0)
-		return p->missing ? 1 : -1;
+		return p->w.missing ? 1 : -1;
 	int rc = -1;
 	struct stat st;
 	if (fstatat(tdfd, tbase, &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -682,14 +554,14 @@ static int link_to(struct sbx_put *p, int dfd, const char *base, char *target, c
 			rc = 1;
 		else
 			refuse(p, e, errno == ENOENT ? 0 : errno, raw, "hard-link target %s %s",
-			       show(rawlink, t, sizeof t),
+			       sbx_err_show(rawlink, t, sizeof t),
 			       errno == ENOENT ? "does not exist" : "cannot be inspected");
 		goto out;
 	}
 	/* A symlink inside the root is linked as itself (linkat without AT_SYMLINK_FOLLOW). */
 	if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
 		refuse(p, e, 0, raw, "hard-link target %s is not a regular file",
-		       show(rawlink, t, sizeof t));
+		       sbx_err_show(rawlink, t, sizeof t));
 		goto out;
 	}
 	for (int tries = 0; tries < PUT_TRIES; tries++) {
@@ -700,7 +572,8 @@ static int link_to(struct sbx_put *p, int dfd, const char *base, char *target, c
 			goto out;
 		}
 		if (errno != EEXIST) {
-			refuse(p, e, errno, raw, "cannot link to %s", show(rawlink, t, sizeof t));
+			refuse(p, e, errno, raw, "cannot link to %s",
+			       sbx_err_show(rawlink, t, sizeof t));
 			goto out;
 		}
 	}
@@ -722,8 +595,8 @@ static int put_hardlink(struct sbx_put *p, int dfd, const char *base, const char
 	if (target == NULL)
 		return refuse(p, e, ENOMEM, m->name, "hard link");
 	if (sbx_member_name(m->link, target, len + 1, &why) != 0) {
-		refuse(p, e, 0, m->name, "hard-link target %s: %s", show(m->link, t, sizeof t),
-		       why);
+		refuse(p, e, 0, m->name, "hard-link target %s: %s",
+		       sbx_err_show(m->link, t, sizeof t), why);
 		free(target);
 		return -1;
 	}
@@ -883,7 +756,7 @@ static int reopen_dir(struct sbx_put *p, struct deferred *d, struct sbx_err *e)
 	const char *base;
 	if (open_parent(p, d->name, 0, d->name, "", &dfd, &base, e) != 0)
 		return -1;
-	int fd = open_dir(p, dfd, base, O_RDONLY);
+	int fd = sbx_walk_open(&p->w, dfd, base, O_RDONLY);
 	int err = errno;
 	close_dir(p, dfd);
 	struct stat st;

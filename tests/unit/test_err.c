@@ -61,6 +61,35 @@ static void null_err_is_allowed(void **state)
 	assert_int_equal(sbx_err_set(NULL, SBX_EPROBE, 0, "nobody listens"), -1);
 }
 
+/* A prefix keeps class and errno and never overruns: walk.c's refusals get their member's name
+ * this way (tree_put.c). */
+static void prefix_keeps_class_and_fits(void **state)
+{
+	(void)state;
+	struct sbx_err e;
+	sbx_err_set(&e, SBX_ETRANSFER, EACCES, "cannot create directory %s", "d");
+	assert_int_equal(sbx_err_prefix(&e, "member %s", "a/d/x"), -1);
+	char want[256];
+	snprintf(want, sizeof want, "member a/d/x: cannot create directory d: %s",
+	         strerror(EACCES));
+	assert_string_equal(e.msg, want);
+	assert_int_equal(e.cls, SBX_ETRANSFER);
+	assert_int_equal(e.errnum, EACCES);
+	char big[600];
+	memset(big, 'p', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	sbx_err_prefix(&e, "%s", big);
+	assert_int_equal(strlen(e.msg), sizeof e.msg - 1);
+	sbx_err_set(&e, SBX_EUSAGE, 0, "%s", big);
+	sbx_err_prefix(&e, "x");
+	assert_int_equal(strlen(e.msg), sizeof e.msg - 1);
+	assert_memory_equal(e.msg, "x: ppp", 6);
+	char shown[16];
+	assert_string_equal(sbx_err_show("a\nb\x7f", shown, sizeof shown), "a?b?");
+	assert_string_equal(sbx_err_show("0123456789abcdefgh", shown, sizeof shown),
+	                    "0123456789ab...");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -68,6 +97,7 @@ int main(void)
 	        cmocka_unit_test(set_formats_and_appends_errno),
 	        cmocka_unit_test(long_message_truncates),
 	        cmocka_unit_test(null_err_is_allowed),
+	        cmocka_unit_test(prefix_keeps_class_and_fits),
 	};
 	return cmocka_run_group_tests_name("err", tests, NULL, NULL);
 }
