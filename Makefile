@@ -57,23 +57,29 @@ $(B)/agent/$(1)/sbx-agent: $$(AGENT_OBJ_$(1))
 endef
 $(foreach a,$(ARCHES),$(eval $(call agent_rules,$(a))))
 
-# The negative control: an x86_64 agent whose supervisor has no subreaper, no /proc walk and
-# no nonce scan. The escape tests must fail against it (proof that they can fail).
-WEAK := $(B)/agent-weak/x86_64/sbx-agent
-WEAK_OBJ := $(patsubst %.c,$(B)/agent-weak/x86_64/obj/%.o,$(AGENT_SRC))
+# The negative controls: x86_64 agents weakened on purpose, which the escape tests must catch
+# (proof that they can fail). build/agent-weak: a supervisor without subreaper, /proc walk or
+# nonce scan (tests/unit/test_supervise.c). build/agent-weak-put: a safe walk that follows
+# symlinks (shared/walk.h; the hostile archives of tests/transfer.sh).
+define weak_rules
+WEAK_OBJ_$(1) := $$(patsubst %.c,$(B)/$(1)/x86_64/obj/%.o,$(AGENT_SRC))
 
-$(B)/agent-weak/x86_64/obj/%.o: %.c $(SBX_CACHE)/x86_64/.stamp
-	@mkdir -p $(@D)
-	@echo "  CC weak $<"
-	$(Q)$(AGENT_CC_x86_64) $(AGENT_CFLAGS) -DSBX_WEAK_SUPERVISOR -I$(SBX_CACHE)/x86_64/include \
-		-MMD -MP -c -o $@ $<
+$(B)/$(1)/x86_64/obj/%.o: %.c $(SBX_CACHE)/x86_64/.stamp
+	@mkdir -p $$(@D)
+	@echo "  CC $(1) $$<"
+	$(Q)$$(AGENT_CC_x86_64) $(AGENT_CFLAGS) $(2) -I$(SBX_CACHE)/x86_64/include -MMD -MP -c \
+		-o $$@ $$<
 
-$(WEAK): $(WEAK_OBJ)
-	@echo "  LD $@"
-	$(Q)$(AGENT_CC_x86_64) -static -s -Wl,--gc-sections -o $@ $^ -L$(SBX_CACHE)/x86_64/lib \
+$(B)/$(1)/x86_64/sbx-agent: $$(WEAK_OBJ_$(1))
+	@echo "  LD $$@"
+	$(Q)$$(AGENT_CC_x86_64) -static -s -Wl,--gc-sections -o $$@ $$^ -L$(SBX_CACHE)/x86_64/lib \
 		-larchive -lbearssl
 
--include $(WEAK_OBJ:.o=.d)
+-include $$(WEAK_OBJ_$(1):.o=.d)
+endef
+$(eval $(call weak_rules,agent-weak,-DSBX_WEAK_SUPERVISOR))
+$(eval $(call weak_rules,agent-weak-put,-DSBX_WEAK_PLACEMENT))
+WEAK := $(B)/agent-weak/x86_64/sbx-agent $(B)/agent-weak-put/x86_64/sbx-agent
 
 # Adversarial harness programs (tests/harness/): native, static so any sandbox can run them.
 HARNESS := $(patsubst tests/harness/%.c,$(B)/harness/%,$(wildcard tests/harness/*.c))
@@ -275,7 +281,7 @@ images-clean:
 	rm -rf --one-file-system $(B)/images
 
 clean:
-	rm -rf $(B)/agent $(B)/agent-weak $(B)/host $(B)/san $(B)/fuzz $(B)/bench $(B)/harness
+	rm -rf $(B)/agent $(B)/agent-weak $(B)/agent-weak-put $(B)/host $(B)/san $(B)/fuzz $(B)/bench $(B)/harness
 
 distclean:
 	rm -rf $(B)

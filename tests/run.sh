@@ -143,6 +143,11 @@ one "sbx-agent pack: exact against GNU tar, reproducible, unsafe members, exclud
 	"$top/tests/pack_fidelity.sh" "$top/build/agent/x86_64/sbx-agent"
 checks "sbx transfers end to end (local runner, confined)" \
 	"$top/tests/transfer.sh" "$hostdir/sbx" "$top/build/harness/cutter"
+# Negative control: the same hostile archives against an agent whose safe walk follows symlinks
+# (SBX_WEAK_PLACEMENT) must be seen escaping: they pass above only because they can fail.
+checks "hostile archives (negative control: a weak placement's escapes are seen, confined)" env \
+	SBX_EXPECT_ESCAPE=1 SBX_AGENT_DIR="$top/build/agent-weak-put" \
+	"$top/tests/transfer.sh" "$hostdir/sbx" "$top/build/harness/cutter"
 
 echo "== images and the ns runner"
 checks "sandbox images (busybox x6, noshell, debian)" "$top/tests/images.sh" "$top/build/images"

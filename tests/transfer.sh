@@ -47,6 +47,51 @@ nostage() {
 	! find "$@" -name '.sbx-stage-*' 2>/dev/null | grep -q . || die "staging folder left in $*"
 }
 
+# ---- hostile archives into the sandbox: refused; the target, the victim and everything
+# around them untouched. SBX_EXPECT_ESCAPE=1 (tests/run.sh's negative control, with
+# SBX_AGENT_DIR holding an agent built with SBX_WEAK_PLACEMENT: a safe walk that follows
+# symlinks) runs only this, and the same checks must then see archives escape.
+hostile_archives() {
+	local h=$sb/host escaped=0 n=0 a walk rc
+	# Everything in h but the target, with the victims' contents: an escape changes it.
+	around() { (cd "$h" && find . -path ./t -prune -o -printf '%P %y %m %n %s %l\n' |
+		LC_ALL=C sort && cat victim outside/o); }
+	python3 "$(dirname "$0")/hostile_tar.py" "$w/hostile" "$h"
+	for a in "$w"/hostile/*.tar; do
+		for walk in "" --force-walk; do
+			rm -rf "$h" && mkdir -p "$h/outside" "$h/t" && echo victim >"$h/victim" &&
+				echo o >"$h/outside/o" && echo before >"$h/t/before" && ln -s ../outside "$h/t/pre"
+			around >"$w/around.before"
+			n=$((n + 1))
+			rc=0
+			S upload-archive $walk "$a" dir "$h/t" 2>"$w/err" || rc=$?
+			if ! around | cmp -s - "$w/around.before"; then
+				[ "${SBX_EXPECT_ESCAPE:-}" = 1 ] ||
+					die "$(basename "$a") $walk: escaped (victim or what is around the target changed)"
+				escaped=$((escaped + 1))
+				continue
+			fi
+			[ "${SBX_EXPECT_ESCAPE:-}" = 1 ] && continue
+			[ $rc = 5 ] || { cat "$w/err"; die "$(basename "$a") $walk: exit $rc, want 5"; }
+			grep -q member "$w/err" || grep -q archive "$w/err" || { cat "$w/err"; die "$(basename "$a"): no reason"; }
+			[ "$(ls -A "$h/t" | tr '\n' ' ')" = "before pre " ] || die "$(basename "$a"): target changed"
+			nostage "$h"
+		done
+	done
+	if [ "${SBX_EXPECT_ESCAPE:-}" = 1 ]; then
+		[ $escaped -gt 0 ] || die "negative control: no hostile archive escaped the weak agent: the checks cannot see an escape"
+		ok "negative control: $escaped of $n hostile uploads escaped the weak agent's walk, and the checks saw each"
+	else
+		ok "hostile archives ($(ls "$w"/hostile/*.tar | wc -l) cases, both walks): refused (exit 5), target, victim and what is around them untouched"
+	fi
+}
+if [ "${SBX_EXPECT_ESCAPE:-}" = 1 ]; then
+	sb=$w/sandbox
+	hostile_archives
+	echo "transfer (negative control): $pass passed"
+	exit 0
+fi
+
 # ---- the tree ----
 src=$w/src
 . "$(dirname "$0")/lib/fidelity_tree.sh"
@@ -257,23 +302,7 @@ rm -f "$w/bulk/zero"
 ok "an upload's child stopped for 5 s mid-stream: the agent still answers (2 s session timeout), the upload completes"
 
 # ---- hostile archives into the sandbox: refused, target and victim untouched ----
-mkdir -p "$sb/host/outside" && echo victim >"$sb/host/victim" && echo o >"$sb/host/outside/o"
-mkdir -p "$sb/host/t" && echo before >"$sb/host/t/before" && ln -s ../outside "$sb/host/t/pre"
-vict() { (cd "$sb/host" && stat -c '%n %a %h %s' victim outside outside/o && cat victim outside/o); }
-vict >"$w/victim.before"
-python3 "$(dirname "$0")/hostile_tar.py" "$w/hostile" "$sb/host"
-for a in "$w"/hostile/*.tar; do
-	for walk in "" --force-walk; do
-		rc=0
-		S upload-archive $walk "$a" dir "$sb/host/t" 2>"$w/err" || rc=$?
-		[ $rc = 5 ] || { cat "$w/err"; die "$(basename "$a") $walk: exit $rc, want 5"; }
-		grep -q member "$w/err" || grep -q archive "$w/err" || { cat "$w/err"; die "$(basename "$a"): no reason"; }
-		vict | cmp -s - "$w/victim.before" || die "$(basename "$a"): victim changed"
-		[ "$(ls -A "$sb/host/t" | tr '\n' ' ')" = "before pre " ] || die "$(basename "$a"): target changed"
-		nostage "$sb/host"
-	done
-done
-ok "hostile archives ($(ls "$w"/hostile/*.tar | wc -l) cases, both walks): refused (exit 5), target and victim untouched"
+hostile_archives
 
 # ---- unsafe members on the way out ----
 mkdir -p "$sb/u" && mkfifo "$sb/u/fifo" && echo f >"$sb/u/f"
