@@ -21,10 +21,7 @@ extern char **environ;
 
 void sbx_exec_req_free(struct sbx_exec_req *r)
 {
-	sbx_strv_free(r->argv);
-	sbx_strv_free(r->env);
-	free(r->cwd);
-	free(r->user);
+	sbx_cmd_free(&r->cmd);
 	memset(r, 0, sizeof *r);
 }
 
@@ -32,7 +29,6 @@ int sbx_exec_parse(const uint8_t *p, size_t len, struct sbx_exec_req *r, struct 
 {
 	memset(r, 0, sizeof *r);
 	r->linger_ms = 200;
-	size_t nargv = 0, nenv = 0;
 	char *shell = NULL;
 	struct sbx_msgr rd;
 	struct sbx_field f;
@@ -40,51 +36,24 @@ int sbx_exec_parse(const uint8_t *p, size_t len, struct sbx_exec_req *r, struct 
 	sbx_msgr_init(&rd, p, len);
 	while ((rc = sbx_msgr_next(&rd, &f)) == 1) {
 		int64_t v;
-		char *s = NULL;
+		int taken = sbx_cmd_take(&r->cmd, &f);
+		if (taken < 0)
+			goto bad;
+		if (taken)
+			continue;
 		switch (f.tag) {
-		case SBX_T_ARGV:
-		case SBX_T_ENV:
 		case SBX_T_SHELL:
-		case SBX_T_CWD:
-		case SBX_T_USER:
-			s = sbx_field_strdup(&f);
-			if (s == NULL)
+			free(shell);
+			if ((shell = sbx_field_strdup(&f)) == NULL)
 				goto bad;
-			if (f.tag == SBX_T_ARGV) {
-				if (sbx_strv_push(&r->argv, &nargv, s) != 0)
-					goto bad;
-			} else if (f.tag == SBX_T_ENV) {
-				if (strchr(s, '=') == NULL || s[0] == '=') {
-					free(s);
-					goto bad;
-				}
-				if (sbx_strv_push(&r->env, &nenv, s) != 0)
-					goto bad;
-			} else if (f.tag == SBX_T_SHELL) {
-				free(shell);
-				shell = s;
-			} else if (f.tag == SBX_T_CWD) {
-				free(r->cwd);
-				r->cwd = s;
-			} else {
-				free(r->user);
-				r->user = s;
-			}
 			break;
-		case SBX_T_ENV_CLEAR:
-		case SBX_T_TIMEOUT_MS:
 		case SBX_T_STDIN:
 		case SBX_T_LINGER_MS:
-			/* Times are bounded (a day) so nothing downstream overflows. */
+			/* A linger is bounded (a day) so nothing downstream overflows. */
 			if (sbx_field_i64(&f, &v) != 0 || v < 0 ||
-			    ((f.tag == SBX_T_TIMEOUT_MS || f.tag == SBX_T_LINGER_MS) &&
-			     v > 86400000))
+			    (f.tag == SBX_T_LINGER_MS && v > 86400000))
 				goto bad;
-			if (f.tag == SBX_T_ENV_CLEAR)
-				r->env_clear = v != 0;
-			else if (f.tag == SBX_T_TIMEOUT_MS)
-				r->timeout_ms = v;
-			else if (f.tag == SBX_T_STDIN)
+			if (f.tag == SBX_T_STDIN)
 				r->stdin_stream = v != 0;
 			else
 				r->linger_ms = v;
@@ -95,7 +64,7 @@ int sbx_exec_parse(const uint8_t *p, size_t len, struct sbx_exec_req *r, struct 
 	}
 	if (rc < 0)
 		goto bad;
-	if ((shell != NULL) == (nargv > 0)) {
+	if ((shell != NULL) == (r->cmd.argc > 0)) {
 		free(shell);
 		sbx_exec_req_free(r);
 		return sbx_err_set(e, SBX_EUSAGE, 0, "exec needs either argv or a shell string");
@@ -103,9 +72,9 @@ int sbx_exec_parse(const uint8_t *p, size_t len, struct sbx_exec_req *r, struct 
 	if (shell != NULL) {
 		r->is_shell = 1;
 		char *sh = strdup("/bin/sh"), *c = strdup("-c");
-		if (sh == NULL || c == NULL || sbx_strv_push(&r->argv, &nargv, sh) != 0 ||
-		    sbx_strv_push(&r->argv, &nargv, c) != 0 ||
-		    sbx_strv_push(&r->argv, &nargv, shell) != 0) {
+		if (sh == NULL || c == NULL || sbx_strv_push(&r->cmd.argv, &r->cmd.argc, sh) != 0 ||
+		    sbx_strv_push(&r->cmd.argv, &r->cmd.argc, c) != 0 ||
+		    sbx_strv_push(&r->cmd.argv, &r->cmd.argc, shell) != 0) {
 			sbx_exec_req_free(r);
 			return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "exec request");
 		}
@@ -123,11 +92,11 @@ static char **build_env(const struct sbx_exec_req *r)
 {
 	char **out = NULL;
 	size_t n = 0;
-	if (!r->env_clear && environ != NULL) {
+	if (!r->cmd.env_clear && environ != NULL) {
 		for (char **p = environ; *p != NULL; p++) {
 			size_t klen = strcspn(*p, "=");
 			int replaced = 0;
-			for (char **q = r->env; q != NULL && *q != NULL; q++)
+			for (char **q = r->cmd.env; q != NULL && *q != NULL; q++)
 				if (strncmp(*q, *p, klen) == 0 && (*q)[klen] == '=')
 					replaced = 1;
 			if (replaced)
@@ -137,7 +106,7 @@ static char **build_env(const struct sbx_exec_req *r)
 				goto fail;
 		}
 	}
-	for (char **q = r->env; q != NULL && *q != NULL; q++) {
+	for (char **q = r->cmd.env; q != NULL && *q != NULL; q++) {
 		char *s = strdup(*q);
 		if (s == NULL || sbx_strv_push(&out, &n, s) != 0)
 			goto fail;
@@ -197,11 +166,11 @@ static void child(const struct sbx_exec_req *r, char **env, int fds[3], int stat
 			send_rec(status_fd, 'F', 'u', err);
 		}
 	}
-	if (r->cwd != NULL && chdir(r->cwd) != 0) {
+	if (r->cmd.cwd != NULL && chdir(r->cmd.cwd) != 0) {
 		send_rec(status_fd, 'E', 'c', errno);
 		_exit(126);
 	}
-	int err = sbx_pathexec(r->argv, env);
+	int err = sbx_pathexec(r->cmd.argv, env);
 	send_rec(status_fd, 'E', 'x', err);
 	_exit(err == ENOENT ? 127 : 126);
 }
@@ -222,7 +191,7 @@ int sbx_exec_spawn(const struct sbx_exec_req *r, struct sbx_spawned *s, struct s
 
 	struct sbx_runas as;
 	int switch_user = 0;
-	const char *want = r->user != NULL ? r->user : "0";
+	const char *want = r->cmd.user != NULL ? r->cmd.user : "0";
 	if (sbx_runas_lookup(want, &as, e) != 0)
 		return -1;
 	uid_t uid = as.uid;
@@ -300,7 +269,9 @@ int sbx_exec_spawn(const struct sbx_exec_req *r, struct sbx_spawned *s, struct s
 		const char *what = rec.stage == 'c'   ? "chdir to"
 		                   : rec.stage == 'u' ? "switch to user"
 		                                      : "execute";
-		const char *obj = rec.stage == 'c' ? r->cwd : rec.stage == 'u' ? want : r->argv[0];
+		const char *obj = rec.stage == 'c'   ? r->cmd.cwd
+		                  : rec.stage == 'u' ? want
+		                                     : r->cmd.argv[0];
 		snprintf(s->msg, sizeof s->msg, "cannot %s %s: %s%s", what, obj, strerror(rec.err),
 		         rec.stage == 'x' && r->is_shell && rec.err == ENOENT
 		                 ? " (the image has no /bin/sh: send argv instead)"

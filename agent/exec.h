@@ -7,15 +7,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cmd.h"
 #include "err.h"
 
 struct sbx_exec_req {
-	char **argv; /* NULL-terminated; for a shell string: sh -c STRING */
-	char **env;  /* NULL-terminated K=V entries applied over the inherited environment */
-	int env_clear;
-	char *cwd;
-	char *user;
-	int64_t timeout_ms; /* 0: none */
+	struct sbx_cmd cmd; /* for a shell string, argv is sh -c STRING; user NULL: root */
 	int64_t linger_ms;  /* how long to wait for the pipes after the process exits */
 	int stdin_stream;   /* 1: stdin comes from DATA frames; 0: /dev/null */
 	int is_shell;

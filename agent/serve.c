@@ -183,7 +183,7 @@ static void start_exec(struct serve *s, uint32_t stream, const uint8_t *p, size_
 		fcntl(j->sp.fd_in, F_SETFL, fcntl(j->sp.fd_in, F_GETFL) | O_NONBLOCK);
 	fcntl(j->fd_out, F_SETFL, fcntl(j->fd_out, F_GETFL) | O_NONBLOCK);
 	fcntl(j->fd_err, F_SETFL, fcntl(j->fd_err, F_GETFL) | O_NONBLOCK);
-	j->deadline_ns = req.timeout_ms > 0 ? j->start_ns + req.timeout_ms * 1000000 : 0;
+	j->deadline_ns = req.cmd.timeout_ms > 0 ? j->start_ns + req.cmd.timeout_ms * 1000000 : 0;
 	j->linger_left_ns = req.linger_ms * 1000000;
 	for (int c = 0; c < SBX_CH_COUNT; c++)
 		sbx_credit_tx_init(&j->tx[c], s->host_window);

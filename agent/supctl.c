@@ -17,7 +17,6 @@
 
 #include "err.h"
 #include "proto.h"
-#include "strv.h"
 #include "sessdir.h"
 #include "supervise.h"
 #include "sys.h"
@@ -100,43 +99,23 @@ void sbx_supctl_run(const uint8_t *req, size_t len, const uint8_t *key, size_t k
 	memset(&o, 0, sizeof o);
 	o.dir = dir;
 	o.grace_ms = -1;
-	char **argv = NULL, **env = NULL, *cwd = NULL, *user = NULL;
-	size_t nargv = 0, nenv = 0;
 	struct sbx_msgr r;
 	sbx_msgr_init(&r, req, len);
 	int rc, bad = 0;
 	while (!bad && (rc = sbx_msgr_next(&r, &f)) == 1) {
 		int64_t v = 0;
+		int taken = sbx_cmd_take(&o.cmd, &f);
+		bad = taken < 0;
+		if (taken != 0)
+			continue;
 		switch (f.tag) {
-		case SBX_T_ARGV:
-		case SBX_T_ENV: {
-			char *s = sbx_field_strdup(&f);
-			bad = s == NULL ||
-			      sbx_strv_push(f.tag == SBX_T_ARGV ? &argv : &env,
-			                    f.tag == SBX_T_ARGV ? &nargv : &nenv, s) != 0;
-			break;
-		}
-		case SBX_T_CWD:
-			free(cwd);
-			bad = (cwd = sbx_field_strdup(&f)) == NULL;
-			break;
-		case SBX_T_USER:
-			free(user);
-			bad = (user = sbx_field_strdup(&f)) == NULL;
-			break;
 		case SBX_T_KEY:
 			bad = 1; /* a key never comes over the channel */
 			break;
-		case SBX_T_ENV_CLEAR:
-		case SBX_T_TIMEOUT_MS:
 		case SBX_T_GRACE_MS:
 		case SBX_T_LOG_MAX:
 			bad = sbx_field_i64(&f, &v) != 0 || v < 0;
-			if (f.tag == SBX_T_ENV_CLEAR)
-				o.env_clear = v != 0;
-			else if (f.tag == SBX_T_TIMEOUT_MS)
-				o.timeout_ms = v;
-			else if (f.tag == SBX_T_GRACE_MS)
+			if (f.tag == SBX_T_GRACE_MS)
 				o.grace_ms = v;
 			else
 				o.log_max = v;
@@ -145,15 +124,11 @@ void sbx_supctl_run(const uint8_t *req, size_t len, const uint8_t *key, size_t k
 			break;
 		}
 	}
-	if (bad || rc < 0 || nargv == 0) {
+	if (bad || rc < 0 || o.cmd.argc == 0) {
 		reply_err(w, SBX_EUSAGE, 0,
-		          nargv == 0 ? "run needs argv" : "malformed run request");
+		          bad || rc < 0 ? "malformed run request" : "run needs argv");
 		goto out;
 	}
-	o.argv = argv;
-	o.env = env;
-	o.cwd = cwd;
-	o.user = user;
 	if (key_len > sizeof o.key) {
 		reply_err(w, SBX_EUSAGE, 0, "receipt key too long");
 		goto out;
@@ -206,10 +181,7 @@ void sbx_supctl_run(const uint8_t *req, size_t len, const uint8_t *key, size_t k
 out:
 	/* The key lives on only in the supervisor. */
 	memset(o.key, 0, sizeof o.key);
-	sbx_strv_free(argv);
-	sbx_strv_free(env);
-	free(cwd);
-	free(user);
+	sbx_cmd_free(&o.cmd);
 }
 
 void sbx_supctl_signal(const uint8_t *req, size_t len, struct sbx_msgw *w)

@@ -346,7 +346,7 @@ static void act(struct sup *s, enum action a, enum event ev)
 		break;
 	case A_RUN:
 		note(s, "activation %" PRId64 ": started pid %d: %s", s->r.activation, (int)s->pid,
-		     s->o->argv[0]);
+		     s->o->cmd.argv[0]);
 		break;
 	case A_END:
 		s->r.witnessed = 1;
@@ -585,11 +585,11 @@ static void child(const struct sup *s, const struct launch *l)
 			_exit(126);
 		}
 	}
-	if (s->o->cwd != NULL && chdir(s->o->cwd) != 0) {
+	if (s->o->cmd.cwd != NULL && chdir(s->o->cmd.cwd) != 0) {
 		send_rec(l->st_w, 'c', errno);
 		_exit(126);
 	}
-	int err = sbx_pathexec(s->o->argv, l->env);
+	int err = sbx_pathexec(s->o->cmd.argv, l->env);
 	send_rec(l->st_w, 'x', err);
 	_exit(err == ENOENT ? 127 : 126);
 }
@@ -598,23 +598,23 @@ static void child(const struct sup *s, const struct launch *l)
 static char **build_env(const struct sup *s)
 {
 	size_t n = 2;
-	for (char **p = s->o->env_clear ? NULL : environ; p != NULL && *p != NULL; p++)
+	for (char **p = s->o->cmd.env_clear ? NULL : environ; p != NULL && *p != NULL; p++)
 		n++;
-	for (char **q = s->o->env; q != NULL && *q != NULL; q++)
+	for (char **q = s->o->cmd.env; q != NULL && *q != NULL; q++)
 		n++;
 	char **out = calloc(n, sizeof *out);
 	if (out == NULL)
 		return NULL;
 	size_t i = 0;
-	for (char **p = s->o->env_clear ? NULL : environ; p != NULL && *p != NULL; p++) {
+	for (char **p = s->o->cmd.env_clear ? NULL : environ; p != NULL && *p != NULL; p++) {
 		size_t k = strcspn(*p, "=");
 		int drop = strncmp(*p, "SBX_SUPERVISOR=", 15) == 0;
-		for (char **q = s->o->env; !drop && q != NULL && *q != NULL; q++)
+		for (char **q = s->o->cmd.env; !drop && q != NULL && *q != NULL; q++)
 			drop = strncmp(*q, *p, k) == 0 && (*q)[k] == '=';
 		if (!drop)
 			out[i++] = *p;
 	}
-	for (char **q = s->o->env; q != NULL && *q != NULL; q++)
+	for (char **q = s->o->cmd.env; q != NULL && *q != NULL; q++)
 		if (strncmp(*q, "SBX_SUPERVISOR=", 15) != 0)
 			out[i++] = *q;
 	out[i] = (char *)s->kt.marker;
@@ -648,7 +648,7 @@ static void not_started(struct sup *s, int code, int err, const char *msg)
 
 static int lookup_user(struct sup *s, struct launch *l)
 {
-	const char *user = s->o->user;
+	const char *user = s->o->cmd.user;
 	char msg[400];
 	if (user == NULL)
 		return 0;
@@ -714,9 +714,9 @@ static void launch(struct sup *s)
 		const char *what = rec.stage == 'c'   ? "chdir to"
 		                   : rec.stage == 'u' ? "switch to user"
 		                                      : "execute";
-		const char *obj = rec.stage == 'c'   ? s->o->cwd
-		                  : rec.stage == 'u' ? s->o->user
-		                                     : s->o->argv[0];
+		const char *obj = rec.stage == 'c'   ? s->o->cmd.cwd
+		                  : rec.stage == 'u' ? s->o->cmd.user
+		                                     : s->o->cmd.argv[0];
 		char msg[400];
 		snprintf(msg, sizeof msg, "cannot %s %s: %s", what, obj, strerror(rec.err));
 		not_started(s, rec.stage == 'x' && rec.err == ENOENT ? 127 : 126, rec.err, msg);
@@ -729,8 +729,8 @@ static void launch(struct sup *s)
 	s->pidfd = sbx_pidfd_open(pid); /* -1: SIGCHLD alone will do */
 	if (s->pidfd >= 0)
 		fcntl(s->pidfd, F_SETFD, FD_CLOEXEC);
-	if (s->o->timeout_ms > 0)
-		arm(s, s->o->timeout_ms);
+	if (s->o->cmd.timeout_ms > 0)
+		arm(s, s->o->cmd.timeout_ms);
 out:
 	free(l.env);
 	for (int i = 0; i < 2; i++) {
@@ -771,7 +771,7 @@ static int setup(struct sup *s, const sigset_t *mask)
 {
 	struct sbx_err e;
 	const char *dir = s->o->dir;
-	if (s->o->argv == NULL || s->o->argv[0] == NULL) {
+	if (s->o->cmd.argv == NULL || s->o->cmd.argv[0] == NULL) {
 		s->no_files = 1;
 		fail(s, 0, "no harness argv");
 		return -1;
@@ -1017,7 +1017,8 @@ int sbx_supervise_main(int argc, char **argv)
 	if (env == NULL)
 		return 125;
 	for (i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		const char *a = argv[i];
+		char *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (strcmp(a, "--") == 0) {
 			i++;
 			break;
@@ -1027,7 +1028,7 @@ int sbx_supervise_main(int argc, char **argv)
 			continue;
 		}
 		if (strcmp(a, "--env-clear") == 0) {
-			o.env_clear = 1;
+			o.cmd.env_clear = 1;
 			continue;
 		}
 		if (v == NULL)
@@ -1036,7 +1037,7 @@ int sbx_supervise_main(int argc, char **argv)
 		if (strcmp(a, "--session") == 0) {
 			o.dir = v;
 		} else if (strcmp(a, "--timeout") == 0 || strcmp(a, "--grace") == 0) {
-			if (parse_seconds(v, a[2] == 't' ? &o.timeout_ms : &o.grace_ms) != 0)
+			if (parse_seconds(v, a[2] == 't' ? &o.cmd.timeout_ms : &o.grace_ms) != 0)
 				return free(env), usage_error("bad number of seconds: %s", v);
 		} else if (strcmp(a, "--log-max") == 0) {
 			char *end;
@@ -1045,9 +1046,9 @@ int sbx_supervise_main(int argc, char **argv)
 				return free(env), usage_error("bad --log-max: %s", v);
 			o.log_max = n;
 		} else if (strcmp(a, "--user") == 0) {
-			o.user = v;
+			o.cmd.user = v;
 		} else if (strcmp(a, "--cwd") == 0) {
-			o.cwd = v;
+			o.cmd.cwd = v;
 		} else if (strcmp(a, "--env") == 0) {
 			if (strchr(v, '=') == NULL || v[0] == '=')
 				return free(env), usage_error("--env needs K=V: %s", v);
@@ -1095,8 +1096,8 @@ int sbx_supervise_main(int argc, char **argv)
 	}
 	if (i >= argc)
 		return free(env), usage_error("no harness argv after --%s", "");
-	o.argv = argv + i;
-	o.env = nenv > 0 ? env : NULL;
+	o.cmd.argv = argv + i;
+	o.cmd.env = nenv > 0 ? env : NULL;
 	o.foreground = 1;
 	int status = sbx_supervise(&o);
 	memset(o.key, 0, sizeof o.key);

@@ -7,16 +7,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cmd.h"
 #include "err.h"
 
 struct sbx_sup_opts {
-	const char *dir; /* session folder */
-	char **argv;     /* harness argv, NULL-terminated (argv[0] searched in PATH) */
-	char **env;      /* NULL or "K=V" entries applied over the inherited environment */
-	int env_clear;
-	const char *cwd;    /* NULL: inherit */
-	const char *user;   /* NULL: the supervisor's user; else a name or a uid */
-	int64_t timeout_ms; /* deadline from launch; 0: none */
+	const char *dir;    /* session folder */
+	struct sbx_cmd cmd; /* the harness; user NULL: the supervisor's; timeout from launch */
 	int64_t grace_ms;   /* SIGTERM -> SIGKILL grace; 5000 when < 0 */
 	int64_t log_max;    /* max bytes of output.log; 16 MiB when <= 0 */
 	uint8_t key[64];    /* HMAC key, kept only in memory */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd.h"
 #include "proto.h"
 #include "session.h"
 
@@ -274,36 +275,18 @@ int sbx_exec_start(struct sbx_session *s, const struct sbx_exec_opts *o, struct 
 	}
 	if ((o->argv == NULL || o->argv[0] == NULL) == (o->shell == NULL))
 		return sbx_err_set(e, SBX_EUSAGE, 0, "exec needs either argv or a shell string");
-	size_t need = 128;
-	for (char *const *a = o->argv; a != NULL && *a != NULL; a++)
-		need += 6 + strlen(*a);
-	for (char *const *a = o->env; a != NULL && *a != NULL; a++) {
-		if (strchr(*a, '=') == NULL || (*a)[0] == '=')
-			return sbx_err_set(e, SBX_EUSAGE, 0, "environment entry '%s' is not K=V",
-			                   *a);
-		need += 6 + strlen(*a);
-	}
-	need += (o->shell ? strlen(o->shell) : 0) + (o->cwd ? strlen(o->cwd) : 0) +
-	        (o->user ? strlen(o->user) : 0) + 4 * 14;
+	struct sbx_cmd c = sbx_cmd_of(o->argv, o->env, o->env_clear, o->cwd, o->user, o->timeout_s);
+	if (sbx_cmd_check(&c, e) != 0)
+		return -1;
 	struct sbx_msgw w;
-	uint8_t *b = sbx_req_buf(need, &w, e);
+	uint8_t *b = sbx_req_buf(
+	        64 + sbx_cmd_size(&c) + (o->shell ? 6 + strlen(o->shell) : 0) + 3 * 14, &w, e);
 	if (b == NULL)
 		return -1;
 	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_EXEC);
-	for (char *const *a = o->argv; a != NULL && *a != NULL; a++)
-		sbx_msgw_str(&w, SBX_T_ARGV, *a);
+	sbx_cmd_write(&w, &c);
 	if (o->shell != NULL)
 		sbx_msgw_str(&w, SBX_T_SHELL, o->shell);
-	if (o->cwd != NULL)
-		sbx_msgw_str(&w, SBX_T_CWD, o->cwd);
-	for (char *const *a = o->env; a != NULL && *a != NULL; a++)
-		sbx_msgw_str(&w, SBX_T_ENV, *a);
-	if (o->env_clear)
-		sbx_msgw_i64(&w, SBX_T_ENV_CLEAR, 1);
-	if (o->user != NULL)
-		sbx_msgw_str(&w, SBX_T_USER, o->user);
-	if (o->timeout_s > 0)
-		sbx_msgw_i64(&w, SBX_T_TIMEOUT_MS, (int64_t)(o->timeout_s * 1000 + 0.5));
 	sbx_msgw_i64(&w, SBX_T_LINGER_MS,
 	             o->linger_ms == 0  ? 200
 	             : o->linger_ms < 0 ? 0

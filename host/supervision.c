@@ -7,6 +7,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "cmd.h"
 #include "digest.h"
 #include "json.h"
 #include "proto.h"
@@ -16,14 +17,6 @@ void sbx_run_opts_init(struct sbx_run_opts *o)
 {
 	memset(o, 0, sizeof *o);
 	o->grace_s = -1;
-}
-
-static size_t list_bytes(char *const *l)
-{
-	size_t n = 0;
-	for (; l != NULL && *l != NULL; l++)
-		n += 6 + strlen(*l);
-	return n;
 }
 
 int sbx_run_start(struct sbx_session *s, const struct sbx_run_opts *o, int64_t *pid,
@@ -37,29 +30,19 @@ int sbx_run_start(struct sbx_session *s, const struct sbx_run_opts *o, int64_t *
 	 * it can launch a run whose receipt verifies. */
 	if (sbx_session_trusted(s, e) != 0)
 		return -1;
+	struct sbx_cmd c = sbx_cmd_of(o->argv, o->env, o->env_clear, o->cwd, o->user, o->timeout_s);
+	if (sbx_cmd_check(&c, e) != 0)
+		return -1;
 	uint8_t nonce[SBX_NONCE_LEN];
 	if (getrandom(nonce, sizeof nonce, 0) != (ssize_t)sizeof nonce)
 		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "getrandom");
-	size_t need = 256 + strlen(o->session) + list_bytes(o->argv) + list_bytes(o->env) +
-	              (o->cwd ? strlen(o->cwd) : 0) + (o->user ? strlen(o->user) : 0);
 	struct sbx_msgw w;
-	uint8_t *b = sbx_req_buf(need, &w, e);
+	uint8_t *b = sbx_req_buf(256 + strlen(o->session) + sbx_cmd_size(&c), &w, e);
 	if (b == NULL)
 		return -1;
 	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_SUP_RUN);
 	sbx_msgw_str(&w, SBX_T_SESSION, o->session);
-	for (char *const *a = o->argv; *a != NULL; a++)
-		sbx_msgw_str(&w, SBX_T_ARGV, *a);
-	for (char *const *a = o->env; a != NULL && *a != NULL; a++)
-		sbx_msgw_str(&w, SBX_T_ENV, *a);
-	if (o->env_clear)
-		sbx_msgw_i64(&w, SBX_T_ENV_CLEAR, 1);
-	if (o->cwd != NULL)
-		sbx_msgw_str(&w, SBX_T_CWD, o->cwd);
-	if (o->user != NULL)
-		sbx_msgw_str(&w, SBX_T_USER, o->user);
-	if (o->timeout_s > 0)
-		sbx_msgw_i64(&w, SBX_T_TIMEOUT_MS, (int64_t)(o->timeout_s * 1000 + 0.5));
+	sbx_cmd_write(&w, &c);
 	if (o->grace_s >= 0)
 		sbx_msgw_i64(&w, SBX_T_GRACE_MS, (int64_t)(o->grace_s * 1000 + 0.5));
 	if (o->log_max > 0)

@@ -1,6 +1,6 @@
 /* NULL-terminated string vectors built from request fields (argv, env, names, excludes). */
-#ifndef SBX_AGENT_STRV_H
-#define SBX_AGENT_STRV_H
+#ifndef SBX_STRV_H
+#define SBX_STRV_H
 
 #include <stddef.h>
 
