@@ -40,6 +40,13 @@ int sbx_runas_lookup(const char *user, struct sbx_runas *r, struct sbx_err *e)
 	return 0;
 }
 
+int sbx_runas_needed(const struct sbx_runas *r)
+{
+	if (r->uid == geteuid())
+		return 0;
+	return geteuid() == 0 ? 1 : -1;
+}
+
 int sbx_runas_switch(const struct sbx_runas *r)
 {
 	/* Groups first: after setuid there is no privilege left to set them. */

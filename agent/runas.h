@@ -20,6 +20,10 @@ struct sbx_runas {
  * groups (never group 0 by default). -1 with *e (SBX_EUSAGE) when user is neither. */
 int sbx_runas_lookup(const char *user, struct sbx_runas *r, struct sbx_err *e);
 
+/* Whether running as r takes a switch: 0 when r is this process's euid already, 1 when it
+ * takes one and this process is root, -1 when it takes one this process cannot make. */
+int sbx_runas_needed(const struct sbx_runas *r);
+
 /* In a child about to exec, as root: supplementary groups (the entry's, or none), then gid,
  * then uid. Returns 0, or the errno of the step that failed. */
 int sbx_runas_switch(const struct sbx_runas *r);

@@ -27,11 +27,11 @@
 #include "digest.h"
 #include "killtree.h"
 #include "oom.h"
-#include "pathexec.h"
 #include "procstat.h"
 #include "receipt.h"
 #include "runas.h"
 #include "sessdir.h"
+#include "launch.h"
 #include "sys.h"
 
 /* The negative control: only the process group is signalled, orphans go to init. */
@@ -47,8 +47,6 @@
 #define KILL_BUDGET_NS 10000000000LL
 #define MARKER_POLL_MS 250    /* only where inotify is missing */
 #define PUMP_BUDGET (1 << 20) /* output bytes per loop turn, so a flood cannot starve events */
-
-extern char **environ;
 
 enum state { S_LAUNCHING, S_RUNNING, S_TERMINATING, S_KILLING, S_DONE, S_COUNT };
 enum event {
@@ -538,88 +536,7 @@ static void loop(struct sup *s)
 	}
 }
 
-/* ---- launching ---------------------------------------------------------------------------- */
-
-struct rec {
-	char kind;  /* 'E': could not start */
-	char stage; /* 'c' chdir, 'x' exec, 'u' user */
-	int err;
-};
-
-struct launch {
-	char **env;
-	int devnull, out_w, st_w;
-	int switch_user;
-	struct sbx_runas as;
-};
-
-static void send_rec(int fd, char stage, int err)
-{
-	struct rec r = {'E', stage, err};
-	ssize_t n;
-	do
-		n = write(fd, &r, sizeof r);
-	while (n < 0 && errno == EINTR);
-}
-
-/* In the child after fork: never returns. */
-static void child(const struct sup *s, const struct launch *l)
-{
-	/* Blocked signals and ignored dispositions survive execve: reset both. */
-	for (int sig = 1; sig < 65; sig++)
-		if (sig != SIGKILL && sig != SIGSTOP)
-			signal(sig, SIG_DFL);
-	sigset_t none;
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	setsid();
-	dup2(l->devnull, 0);
-	dup2(l->out_w, 1);
-	dup2(l->out_w, 2);
-	/* Whatever the supervisor inherited without close-on-exec stays out of the harness. */
-	sbx_close_from(3, 1);
-	if (l->switch_user) {
-		int err = sbx_runas_switch(&l->as);
-		if (err != 0) {
-			send_rec(l->st_w, 'u', err);
-			_exit(126);
-		}
-	}
-	if (s->o->cmd.cwd != NULL && chdir(s->o->cmd.cwd) != 0) {
-		send_rec(l->st_w, 'c', errno);
-		_exit(126);
-	}
-	int err = sbx_pathexec(s->o->cmd.argv, l->env);
-	send_rec(l->st_w, 'x', err);
-	_exit(err == ENOENT ? 127 : 126);
-}
-
-/* Inherited (unless cleared) minus overridden names, the overrides, and the run's marker. */
-static char **build_env(const struct sup *s)
-{
-	size_t n = 2;
-	for (char **p = s->o->cmd.env_clear ? NULL : environ; p != NULL && *p != NULL; p++)
-		n++;
-	for (char **q = s->o->cmd.env; q != NULL && *q != NULL; q++)
-		n++;
-	char **out = calloc(n, sizeof *out);
-	if (out == NULL)
-		return NULL;
-	size_t i = 0;
-	for (char **p = s->o->cmd.env_clear ? NULL : environ; p != NULL && *p != NULL; p++) {
-		size_t k = strcspn(*p, "=");
-		int drop = strncmp(*p, "SBX_SUPERVISOR=", 15) == 0;
-		for (char **q = s->o->cmd.env; !drop && q != NULL && *q != NULL; q++)
-			drop = strncmp(*q, *p, k) == 0 && (*q)[k] == '=';
-		if (!drop)
-			out[i++] = *p;
-	}
-	for (char **q = s->o->cmd.env; q != NULL && *q != NULL; q++)
-		if (strncmp(*q, "SBX_SUPERVISOR=", 15) != 0)
-			out[i++] = *q;
-	out[i] = (char *)s->kt.marker;
-	return out;
-}
+/* ---- launching (agent/launch.h) ------------------------------------------------------------ */
 
 static void fail(struct sup *s, int err, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
@@ -645,102 +562,89 @@ static void not_started(struct sup *s, int code, int err, const char *msg)
 	snprintf(s->r.error, sizeof s->r.error, "%s", msg);
 	note(s, "harness not started: %s", msg);
 }
-
-static int lookup_user(struct sup *s, struct launch *l)
+/* Who the harness runs as: 1 with *as to switch to, 0 to stay, -1 when it cannot start (noted). */
+static int run_as(struct sup *s, struct sbx_runas *as)
 {
 	const char *user = s->o->cmd.user;
 	char msg[400];
+	struct sbx_err e;
 	if (user == NULL)
 		return 0;
-	struct sbx_err e;
-	if (sbx_runas_lookup(user, &l->as, &e) != 0) {
+	if (sbx_runas_lookup(user, as, &e) != 0) {
 		snprintf(msg, sizeof msg, "cannot switch to user %s: no such user", user);
 		not_started(s, 126, ENOENT, msg);
 		return -1;
 	}
-	if (l->as.uid == geteuid())
-		return 0;
-	if (geteuid() != 0) {
+	int need = sbx_runas_needed(as);
+	if (need < 0) {
 		snprintf(msg, sizeof msg, "cannot switch to user %s: the supervisor runs as uid %u",
 		         user, (unsigned)geteuid());
 		not_started(s, 126, EPERM, msg);
-		return -1;
 	}
-	l->switch_user = 1;
-	return 0;
+	return need;
 }
 
 static void launch(struct sup *s)
 {
-	struct launch l = {.devnull = -1};
-	int out[2] = {-1, -1}, st[2] = {-1, -1};
-	if (lookup_user(s, &l) != 0)
+	struct sbx_runas as;
+	char **env = NULL;
+	int out[2] = {-1, -1}, devnull = -1;
+	int need = run_as(s, &as);
+	if (need < 0)
 		goto out;
-	l.env = build_env(s);
-	if (l.env == NULL) {
+	env = sbx_launch_env(s->o->cmd.env, s->o->cmd.env_clear, s->kt.marker);
+	if (env == NULL) {
 		fail(s, ENOMEM, "harness environment");
 		goto out;
 	}
-	if (pipe2(out, O_CLOEXEC) != 0 || pipe2(st, O_CLOEXEC) != 0 ||
-	    (l.devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+	if (pipe2(out, O_CLOEXEC) != 0 || (devnull = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
 		fail(s, errno, "harness pipes");
 		goto out;
 	}
-	l.out_w = out[1], l.st_w = st[1];
 	s->r.started_at_ns = sbx_wall_ns();
 	s->start_mono = sbx_now_ns();
-	pid_t pid = fork();
-	if (pid < 0) {
-		fail(s, errno, "fork");
+	struct sbx_launch sp = {.argv = s->o->cmd.argv,
+	                        .env = env,
+	                        .cwd = s->o->cmd.cwd,
+	                        .as = need > 0 ? &as : NULL,
+	                        .fd = {devnull, out[1], out[1]}};
+	struct sbx_launch_result res;
+	struct sbx_err e;
+	if (sbx_launch(&sp, &res, &e) != 0) {
+		fail(s, 0, "%s", e.msg);
+		s->r.err = e.errnum;
 		goto out;
 	}
-	if (pid == 0)
-		child(s, &l);
-	close(out[1]), close(st[1]);
-	out[1] = st[1] = -1;
+	close(out[1]);
+	out[1] = -1;
 	s->outfd = out[0], out[0] = -1;
 	fcntl(s->outfd, F_SETFL, O_NONBLOCK);
-
-	/* The status pipe closes at exec (close-on-exec) or carries why the harness did not. */
-	struct rec rec;
-	ssize_t n;
-	do
-		n = read(st[0], &rec, sizeof rec);
-	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)sizeof rec) {
+	if (res.failed) {
 		int wst;
-		while (waitpid(pid, &wst, 0) < 0 && errno == EINTR)
+		while (waitpid(res.pid, &wst, 0) < 0 && errno == EINTR)
 			;
-		const char *what = rec.stage == 'c'   ? "chdir to"
-		                   : rec.stage == 'u' ? "switch to user"
-		                                      : "execute";
-		const char *obj = rec.stage == 'c'   ? s->o->cmd.cwd
-		                  : rec.stage == 'u' ? s->o->cmd.user
-		                                     : s->o->cmd.argv[0];
 		char msg[400];
-		snprintf(msg, sizeof msg, "cannot %s %s: %s", what, obj, strerror(rec.err));
-		not_started(s, rec.stage == 'x' && rec.err == ENOENT ? 127 : 126, rec.err, msg);
+		sbx_launch_why(&res, s->o->cmd.user, s->o->cmd.cwd, s->o->cmd.argv[0], msg,
+		               sizeof msg);
+		not_started(s, res.code, res.err, msg);
 		goto out;
 	}
-	s->pid = pid;
-	s->r.pid = pid;
+	s->pid = res.pid;
+	s->r.pid = res.pid;
 	s->r.launched = 1;
 	s->children_gone = 0;
-	s->pidfd = sbx_pidfd_open(pid); /* -1: SIGCHLD alone will do */
+	s->pidfd = sbx_pidfd_open(res.pid); /* -1: SIGCHLD alone will do */
 	if (s->pidfd >= 0)
 		fcntl(s->pidfd, F_SETFD, FD_CLOEXEC);
 	if (s->o->cmd.timeout_ms > 0)
 		arm(s, s->o->cmd.timeout_ms);
 out:
-	free(l.env);
-	for (int i = 0; i < 2; i++) {
+	free(env);
+	for (int i = 0; i < 2; i++)
 		if (out[i] >= 0)
 			close(out[i]);
-		if (st[i] >= 0)
-			close(st[i]);
-	}
-	if (l.devnull >= 0)
-		close(l.devnull);
+	if (devnull >= 0)
+		close(devnull);
 	dispatch(s, s->r.launched ? E_STARTED : E_START_FAILED);
 }
 

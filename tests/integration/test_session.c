@@ -291,6 +291,28 @@ static void exec_outcomes(void **state)
 	sbx_session_close(s);
 }
 
+/* A descriptor the agent inherited without close-on-exec (a leaky exec channel) never reaches
+ * a command: exec and the harness start through one spawn (agent/launch.c), which marks every
+ * descriptor above 2 close-on-exec, as only the harness's launch did before. Shown able to
+ * fail: the agent before launch.c printed "leaked". */
+static void exec_inherits_no_stray_fd(void **state)
+{
+	(void)state;
+	struct sbx_session *s;
+	struct sbx_err e;
+	assert_int_equal(
+	        fixture_open_via("sh -c 'exec 7</dev/null; exec {agent} serve'", 10, &s, &e), 0);
+	struct sbx_exec_opts o;
+	struct cap c;
+	sbx_exec_opts_init(&o);
+	o.shell = "if [ -e /proc/self/fd/7 ]; then echo leaked; else echo clean; fi";
+	struct sbx_exec_result r = run(s, &o, &c);
+	assert_int_equal(r.outcome, SBX_OUT_EXITED);
+	assert_int_equal(c.nout, 6);
+	assert_memory_equal(c.out, "clean\n", 6);
+	sbx_session_close(s);
+}
+
 static void exec_env_cwd_user_stdin(void **state)
 {
 	(void)state;
@@ -672,6 +694,7 @@ int main(int argc, char **argv)
 	        cmocka_unit_test(resolve_and_lands_clear),
 	        cmocka_unit_test(exec_outcomes),
 	        cmocka_unit_test(exec_env_cwd_user_stdin),
+	        cmocka_unit_test(exec_inherits_no_stray_fd),
 	        cmocka_unit_test(exec_bulk_output),
 	        cmocka_unit_test(exec_stdin_through_a_slow_reader),
 	        cmocka_unit_test(exec_cancelled_by_sink),
