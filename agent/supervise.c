@@ -1,7 +1,7 @@
 /* The harness supervisor: one poll loop over signalfd, pidfd, timerfd, inotify and the output
- * pipe feeds events into one state × event table (s6 style). Launching and the command line
- * live here too; the session folder's files are sessdir.c, the user switch runas.c, finding
- * the run's processes killtree.c. */
+ * pipe feeds events into one state × event table (s6 style), and the output log. Starting the
+ * harness is launch.c, the session folder's files sessdir.c, finding the run's processes
+ * killtree.c, the command line supervise_main.c. */
 #include "supervise.h"
 
 #include <errno.h>
@@ -53,14 +53,12 @@ enum event {
 	E_STARTED,
 	E_START_FAILED,
 	E_CHILD_EXIT, /* the harness was reaped */
-	E_DEADLINE,
+	E_TIMER,      /* the timer the state armed ran out: each row below says which */
 	E_STOP,
 	E_EXPIRE,
-	E_SIGNAL, /* SIGTERM, SIGINT or SIGHUP to the supervisor */
-	E_GRACE_OVER,
-	E_ROUND_TIMER,
+	E_SIGNAL,   /* SIGTERM, SIGINT or SIGHUP to the supervisor */
 	E_ALL_GONE, /* waitpid said ECHILD and no marked process is left */
-	E_GIVE_UP,  /* KILL_BUDGET_NS of SIGKILL rounds did not converge */
+	E_GIVE_UP,  /* A_KILL found KILL_BUDGET_NS of SIGKILL rounds spent */
 	E_COUNT
 };
 enum action {
@@ -72,7 +70,8 @@ enum action {
 	A_SWEEP,  /* the harness exited by itself: the same, for what it left behind */
 	A_KEEP,   /* the harness exited while terminating: its status is kept */
 	A_LATE,   /* a trigger after the first: noted in the log only */
-	A_KILL,   /* one SIGKILL round, reap, arm the next (1, 2, 4 .. 50 ms) */
+	A_KILL,   /* one SIGKILL round, reap, arm the next (1, 2, 4 .. 50 ms); once the budget
+	             is spent, none: E_GIVE_UP follows */
 	A_FINISH, /* termination witnessed */
 	A_GIVE_UP /* not witnessed: list the residual processes */
 };
@@ -81,45 +80,37 @@ struct transition {
 	unsigned char act, next;
 };
 
-/* Every transition of the supervisor. */
-static const struct transition table[S_COUNT][E_COUNT] =
-        {
-                [S_LAUNCHING] =
-                        {
-                                [E_STARTED] = {A_RUN, S_RUNNING},
-                                [E_START_FAILED] = {A_END, S_DONE},
-                                [E_STOP] = {A_SKIP, S_DONE},
-                                [E_EXPIRE] = {A_SKIP, S_DONE},
-                                [E_SIGNAL] = {A_SKIP, S_DONE},
-                        },
-                [S_RUNNING] =
-                        {
-                                [E_CHILD_EXIT] = {A_SWEEP, S_TERMINATING},
-                                [E_DEADLINE] = {A_TERM, S_TERMINATING},
-                                [E_STOP] = {A_TERM, S_TERMINATING},
-                                [E_EXPIRE] = {A_TERM, S_TERMINATING},
-                                [E_SIGNAL] = {A_TERM, S_TERMINATING},
-                        },
-                [S_TERMINATING] =
-                        {
-                                [E_CHILD_EXIT] = {A_KEEP, S_TERMINATING},
-                                [E_STOP] = {A_LATE, S_TERMINATING},
-                                [E_EXPIRE] = {A_LATE, S_TERMINATING},
-                                [E_SIGNAL] = {A_LATE, S_TERMINATING},
-                                [E_GRACE_OVER] = {A_KILL, S_KILLING},
-                                [E_ALL_GONE] = {A_FINISH, S_DONE},
-                        },
-                [S_KILLING] =
-                        {
-                                [E_CHILD_EXIT] = {A_KEEP, S_KILLING},
-                                [E_STOP] = {A_LATE, S_KILLING},
-                                [E_EXPIRE] = {A_LATE, S_KILLING},
-                                [E_SIGNAL] = {A_LATE, S_KILLING},
-                                [E_ROUND_TIMER] = {A_KILL, S_KILLING},
-                                [E_ALL_GONE] = {A_FINISH, S_DONE},
-                                [E_GIVE_UP] = {A_GIVE_UP, S_DONE},
-                        },
+/* Every transition of the supervisor, one cell a line (s6's table of state x event). */
+// clang-format off
+static const struct transition table[S_COUNT][E_COUNT] = {
+	[S_LAUNCHING][E_STARTED]        = {A_RUN,     S_RUNNING},
+	[S_LAUNCHING][E_START_FAILED]   = {A_END,     S_DONE},
+	[S_LAUNCHING][E_STOP]           = {A_SKIP,    S_DONE},
+	[S_LAUNCHING][E_EXPIRE]         = {A_SKIP,    S_DONE},
+	[S_LAUNCHING][E_SIGNAL]         = {A_SKIP,    S_DONE},
+
+	[S_RUNNING][E_CHILD_EXIT]       = {A_SWEEP,   S_TERMINATING},
+	[S_RUNNING][E_TIMER]            = {A_TERM,    S_TERMINATING}, /* the deadline */
+	[S_RUNNING][E_STOP]             = {A_TERM,    S_TERMINATING},
+	[S_RUNNING][E_EXPIRE]           = {A_TERM,    S_TERMINATING},
+	[S_RUNNING][E_SIGNAL]           = {A_TERM,    S_TERMINATING},
+
+	[S_TERMINATING][E_CHILD_EXIT]   = {A_KEEP,    S_TERMINATING},
+	[S_TERMINATING][E_TIMER]        = {A_KILL,    S_KILLING},     /* the grace is over */
+	[S_TERMINATING][E_STOP]         = {A_LATE,    S_TERMINATING},
+	[S_TERMINATING][E_EXPIRE]       = {A_LATE,    S_TERMINATING},
+	[S_TERMINATING][E_SIGNAL]       = {A_LATE,    S_TERMINATING},
+	[S_TERMINATING][E_ALL_GONE]     = {A_FINISH,  S_DONE},
+
+	[S_KILLING][E_CHILD_EXIT]       = {A_KEEP,    S_KILLING},
+	[S_KILLING][E_TIMER]            = {A_KILL,    S_KILLING},     /* the next round is due */
+	[S_KILLING][E_STOP]             = {A_LATE,    S_KILLING},
+	[S_KILLING][E_EXPIRE]           = {A_LATE,    S_KILLING},
+	[S_KILLING][E_SIGNAL]           = {A_LATE,    S_KILLING},
+	[S_KILLING][E_ALL_GONE]         = {A_FINISH,  S_DONE},
+	[S_KILLING][E_GIVE_UP]          = {A_GIVE_UP, S_DONE},
 };
+// clang-format on
 
 static const char *const state_names[S_COUNT] = {"launching", "running", "terminating", "killing",
                                                  "done"};
@@ -133,6 +124,7 @@ struct sup {
 	int harness_reaped, wstatus, pending_exit, children_gone;
 	int runner_failed, not_started, start_code;
 	int sent_kill, harness_sigkilled, desc_sigkilled, trigger_sig;
+	int budget_spent; /* A_KILL found the kill budget spent: E_GIVE_UP follows */
 	int saw_stop, saw_expire;
 	int64_t grace_ms, log_max, log_bytes, log_dropped;
 	int drop_noted;
@@ -312,7 +304,7 @@ static const char *event_trigger(struct sup *s, enum event ev, char *buf, size_t
 	switch (ev) {
 	case E_CHILD_EXIT:
 		return "exit";
-	case E_DEADLINE:
+	case E_TIMER: /* only A_TERM's: the deadline */
 		return "deadline";
 	case E_STOP:
 		return "stop";
@@ -327,12 +319,12 @@ static const char *event_trigger(struct sup *s, enum event ev, char *buf, size_t
 static void set_trigger(struct sup *s, enum event ev)
 {
 	static const char *const names[E_COUNT] = {[E_CHILD_EXIT] = "exit",
-	                                           [E_DEADLINE] = "deadline",
+	                                           [E_TIMER] = "deadline",
 	                                           [E_STOP] = "stop",
 	                                           [E_EXPIRE] = "expire",
 	                                           [E_SIGNAL] = "signal"};
 	s->r.trigger = names[ev];
-	s->r.timed_out = ev == E_DEADLINE || ev == E_EXPIRE;
+	s->r.timed_out = ev == E_TIMER || ev == E_EXPIRE;
 	s->r.cancelled = ev == E_STOP;
 }
 
@@ -384,6 +376,9 @@ static void act(struct sup *s, enum action a, enum event ev)
 		if (s->r.kill_rounds == 0) {
 			note(s, "grace over; SIGKILL rounds");
 			s->kill_until = sbx_now_ns() + KILL_BUDGET_NS;
+		} else if (sbx_now_ns() >= s->kill_until) {
+			s->budget_spent = 1;
+			break;
 		}
 		s->sent_kill = 1;
 		signal_run(s, SIGKILL, 0);
@@ -425,6 +420,9 @@ static void settle(struct sup *s)
 		if (s->pending_exit) {
 			s->pending_exit = 0;
 			dispatch(s, E_CHILD_EXIT);
+		} else if (s->budget_spent) {
+			s->budget_spent = 0;
+			dispatch(s, E_GIVE_UP);
 		} else if (s->children_gone &&
 		           (s->state == S_TERMINATING || s->state == S_KILLING) && run_gone(s)) {
 			dispatch(s, E_ALL_GONE);
@@ -478,16 +476,10 @@ static void read_inotify(struct sup *s)
 
 static void fire_timer(struct sup *s)
 {
-	int64_t now = sbx_now_ns();
-	if (s->timer_at == 0 || now < s->timer_at)
+	if (s->timer_at == 0 || sbx_now_ns() < s->timer_at)
 		return;
 	s->timer_at = 0;
-	if (s->state == S_RUNNING)
-		dispatch(s, E_DEADLINE);
-	else if (s->state == S_TERMINATING)
-		dispatch(s, E_GRACE_OVER);
-	else if (s->state == S_KILLING)
-		dispatch(s, now >= s->kill_until ? E_GIVE_UP : E_ROUND_TIMER);
+	dispatch(s, E_TIMER);
 }
 
 static void loop(struct sup *s)
@@ -872,139 +864,5 @@ int sbx_supervise(const struct sbx_sup_opts *o)
 	sigaction(SIGPIPE, &old_pipe, NULL);
 	sigaction(SIGCHLD, &old_chld, NULL);
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	return status;
-}
-
-/* ---- the command line -------------------------------------------------------------------- */
-
-static int parse_seconds(const char *s, int64_t *ms)
-{
-	char *end;
-	double v = strtod(s, &end);
-	if (end == s || *end != '\0' || !(v >= 0 && v <= 31536000.0))
-		return -1;
-	*ms = (int64_t)(v * 1000.0 + 0.5);
-	return 0;
-}
-
-static int parse_hex_key(const char *hex, size_t n, struct sbx_sup_opts *o)
-{
-	while (n > 0 && (hex[n - 1] == '\n' || hex[n - 1] == '\r' || hex[n - 1] == ' '))
-		n--;
-	ssize_t k = sbx_unhex(hex, n, o->key, sizeof o->key);
-	if (k <= 0)
-		return -1;
-	o->key_len = (size_t)k;
-	return 0;
-}
-
-static int usage_error(const char *fmt, const char *arg)
-{
-	fputs("sbx-agent supervise: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputs("\nusage: sbx-agent supervise --session DIR [--timeout S] [--grace S] "
-	      "[--log-max BYTES] [--user U] [--cwd D] [--env K=V]... [--env-clear] "
-	      "[--key-hex HEX | --key-fd FD] -- ARGV...\n"
-	      "       sbx-agent supervise --rearm --session DIR\n",
-	      stderr);
-	return 125; /* never a status a harness could have produced by itself */
-}
-
-int sbx_supervise_main(int argc, char **argv)
-{
-	struct sbx_sup_opts o;
-	memset(&o, 0, sizeof o);
-	o.grace_ms = -1;
-	int rearm = 0, i;
-	size_t nenv = 0;
-	char **env = calloc((size_t)argc + 1, sizeof *env);
-	if (env == NULL)
-		return 125;
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (strcmp(a, "--") == 0) {
-			i++;
-			break;
-		}
-		if (strcmp(a, "--rearm") == 0) {
-			rearm = 1;
-			continue;
-		}
-		if (strcmp(a, "--env-clear") == 0) {
-			o.cmd.env_clear = 1;
-			continue;
-		}
-		if (v == NULL)
-			return free(env), usage_error("%s needs a value", a);
-		i++;
-		if (strcmp(a, "--session") == 0) {
-			o.dir = v;
-		} else if (strcmp(a, "--timeout") == 0 || strcmp(a, "--grace") == 0) {
-			if (parse_seconds(v, a[2] == 't' ? &o.cmd.timeout_ms : &o.grace_ms) != 0)
-				return free(env), usage_error("bad number of seconds: %s", v);
-		} else if (strcmp(a, "--log-max") == 0) {
-			char *end;
-			long long n = strtoll(v, &end, 10);
-			if (*end != '\0' || end == v || n <= 0)
-				return free(env), usage_error("bad --log-max: %s", v);
-			o.log_max = n;
-		} else if (strcmp(a, "--user") == 0) {
-			o.cmd.user = v;
-		} else if (strcmp(a, "--cwd") == 0) {
-			o.cmd.cwd = v;
-		} else if (strcmp(a, "--env") == 0) {
-			if (strchr(v, '=') == NULL || v[0] == '=')
-				return free(env), usage_error("--env needs K=V: %s", v);
-			env[nenv++] = argv[i];
-		} else if (strcmp(a, "--key-hex") == 0) {
-			if (parse_hex_key(v, strlen(v), &o) != 0)
-				return free(env), usage_error("bad --key-hex%s", "");
-			memset(argv[i], '*', strlen(argv[i])); /* out of /proc/PID/cmdline */
-		} else if (strcmp(a, "--key-fd") == 0) {
-			char buf[160], *end;
-			long fd = strtol(v, &end, 10);
-			ssize_t n = -1, r;
-			if (*end == '\0' && end != v && fd >= 0 && fd < 65536) {
-				n = 0;
-				while ((size_t)n < sizeof buf &&
-				       (r = read((int)fd, buf + n, sizeof buf - (size_t)n)) != 0) {
-					if (r < 0 && errno == EINTR)
-						continue;
-					if (r < 0) {
-						n = -1;
-						break;
-					}
-					n += r;
-				}
-				close((int)fd);
-			}
-			if (n <= 0 || parse_hex_key(buf, (size_t)n, &o) != 0)
-				return free(env),
-				       usage_error("--key-fd %s: expected hex key text", v);
-			memset(buf, 0, sizeof buf);
-		} else {
-			return free(env), usage_error("unknown option %s", a);
-		}
-	}
-	if (o.dir == NULL)
-		return free(env), usage_error("--session DIR is required%s", "");
-	if (rearm) {
-		free(env);
-		struct sbx_err e;
-		if (sbx_sessdir_rearm(o.dir, &e) != 0) {
-			fprintf(stderr, "sbx-agent supervise: %s\n", e.msg);
-			return 1;
-		}
-		return 0;
-	}
-	if (i >= argc)
-		return free(env), usage_error("no harness argv after --%s", "");
-	o.cmd.argv = argv + i;
-	o.cmd.env = nenv > 0 ? env : NULL;
-	o.foreground = 1;
-	int status = sbx_supervise(&o);
-	memset(o.key, 0, sizeof o.key);
-	free(env);
 	return status;
 }
