@@ -1,4 +1,4 @@
-/* The agent's side of the direct socket (agent/direct.h). */
+/* The agent's side of the direct socket (agent/direct.h): the offer, the checks, the switch. */
 #include "direct.h"
 
 #include <errno.h>
@@ -125,4 +125,54 @@ void sbx_direct_close(struct sbx_direct *l)
 	if (l->dir[0] != '\0')
 		rmdir(l->dir);
 	l->path[0] = l->dir[0] = '\0';
+}
+
+int sbx_direct_timeout(struct sbx_direct *l, int timeout)
+{
+	if (l->fd < 0)
+		return timeout;
+	int64_t left = l->deadline_ns - sbx_now_ns();
+	if (left <= 0) {
+		sbx_direct_close(l);
+		return timeout;
+	}
+	int ms = (int)((left + 999999) / 1000000);
+	return timeout < 0 || ms < timeout ? ms : timeout;
+}
+
+int sbx_direct_switch(int c, int quiet, int *in_fd, int *out_fd, int *life_fd, const char **why)
+{
+	if (!quiet) {
+		close(c);
+		*why = "direct socket: the exec channel was not quiet at the switch";
+		return -1;
+	}
+	int out = fcntl(c, F_DUPFD_CLOEXEC, 3);
+	if (out < 0) {
+		close(c);
+		*why = "direct socket: dup failed";
+		return -1;
+	}
+	int big = 1 << 20;
+	setsockopt(c, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+	setsockopt(c, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+	/* stdout is not written again; /dev/null keeps its number taken. */
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, *out_fd);
+		close(null);
+	}
+	*life_fd = *in_fd;
+	*in_fd = c;
+	*out_fd = out;
+	return 0;
+}
+
+int sbx_direct_life(int fd)
+{
+	char b[64];
+	ssize_t n = read(fd, b, sizeof b);
+	if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+		return 1;
+	return n > 0 ? -1 : 0;
 }

@@ -37,4 +37,19 @@ int sbx_direct_take(struct sbx_direct *l);
 /* Removes the socket and its folder and closes the listener (idempotent). */
 void sbx_direct_close(struct sbx_direct *l);
 
+/* Closes an offer past its deadline; returns timeout (poll's, ms, -1: none) shortened to the
+ * deadline while one is open. */
+int sbx_direct_timeout(struct sbx_direct *l, int timeout);
+
+/* The switch to c, a connection sbx_direct_take passed, once the serve loop drained what it
+ * had queued: with quiet set (nothing left queued or half read on the exec channel), c becomes
+ * the session's channel both ways (*in_fd, and *out_fd a dup of it), the exec channel's stdin
+ * the lifeline (*life_fd), and /dev/null takes stdout's number. -1 with *why (c closed, nothing
+ * changed) when not quiet or out of descriptors. */
+int sbx_direct_switch(int c, int quiet, int *in_fd, int *out_fd, int *life_fd, const char **why);
+
+/* Reads the lifeline after the switch: 1 when it ended (so does the session), 0 when nothing
+ * came, -1 when bytes came (the host wrote where it must not). */
+int sbx_direct_life(int fd);
+
 #endif

@@ -27,15 +27,6 @@
 #define KEEPER_MSG_MAX SBX_FRAME_MAX_PAYLOAD
 #define REPLY_MAX 8192
 
-static void reply_err(struct sbx_msgw *w, enum sbx_err_class cls, int err, const char *msg)
-{
-	w->len = 0;
-	w->overflow = 0;
-	sbx_msgw_i64(w, SBX_T_STATUS, cls);
-	sbx_msgw_i64(w, SBX_T_ERRNO, err);
-	sbx_msgw_str(w, SBX_T_MESSAGE, msg);
-}
-
 static int nonce_of(const uint8_t *req, size_t len, const uint8_t **nonce)
 {
 	struct sbx_field f;
@@ -88,16 +79,18 @@ static int run_check(struct sbx_keeper *k, const uint8_t *req, size_t len, struc
 {
 	const uint8_t *nonce;
 	if (nonce_of(req, len, &nonce) != 0) {
-		reply_err(w, SBX_EUSAGE, 0, "keeper: request without a 16-byte nonce");
+		sbx_msgw_error(w, SBX_EUSAGE, 0, "keeper: request without a 16-byte nonce");
 		return -1;
 	}
 	if (check_mac(k, req, len) != 0) {
-		reply_err(w, SBX_ETRANSFER, EPERM,
-		          "keeper: the run request's MAC does not verify (changed on its way?)");
+		sbx_msgw_error(
+		        w, SBX_ETRANSFER, EPERM,
+		        "keeper: the run request's MAC does not verify (changed on its way?)");
 		return -1;
 	}
 	if (nonce_used(k, nonce)) {
-		reply_err(w, SBX_ETRANSFER, EALREADY, "keeper: this run request was already used");
+		sbx_msgw_error(w, SBX_ETRANSFER, EALREADY,
+		               "keeper: this run request was already used");
 		return -1;
 	}
 	sbx_trust_run_key(k->secret, nonce, key);
@@ -112,15 +105,16 @@ static int answer_or_check(struct sbx_keeper *k, const uint8_t *req, size_t len,
 	struct sbx_field f;
 	int64_t op = 0;
 	if (sbx_msg_find(req, len, SBX_T_OP, &f) != 1 || sbx_field_i64(&f, &op) != 0) {
-		reply_err(w, SBX_EUSAGE, 0, "keeper: request without an operation");
+		sbx_msgw_error(w, SBX_EUSAGE, 0, "keeper: request without an operation");
 		return 1;
 	}
 	if (op == SBX_OP_SETUP) {
 		if (sbx_msg_find(req, len, SBX_T_SECRET, &f) != 1 || f.len != SBX_SECRET_LEN) {
-			reply_err(w, SBX_EUSAGE, 0, "keeper: setup needs a 32-byte secret");
+			sbx_msgw_error(w, SBX_EUSAGE, 0, "keeper: setup needs a 32-byte secret");
 		} else if (k->have) {
 			/* The first setup wins, for good: a second one could be anybody's. */
-			reply_err(w, SBX_ETRANSFER, EEXIST, "keeper: this sandbox has its secret");
+			sbx_msgw_error(w, SBX_ETRANSFER, EEXIST,
+			               "keeper: this sandbox has its secret");
 		} else {
 			memcpy(k->secret, f.val, SBX_SECRET_LEN);
 			k->have = 1;
@@ -129,18 +123,18 @@ static int answer_or_check(struct sbx_keeper *k, const uint8_t *req, size_t len,
 		return 1;
 	}
 	if (op != SBX_OP_AUTH && op != SBX_OP_SUP_RUN) {
-		reply_err(w, SBX_EUSAGE, 0, "keeper: unknown operation");
+		sbx_msgw_error(w, SBX_EUSAGE, 0, "keeper: unknown operation");
 		return 1;
 	}
 	if (!k->have) {
-		reply_err(w, SBX_ETRANSFER, ENOKEY, "keeper: this sandbox holds no secret");
+		sbx_msgw_error(w, SBX_ETRANSFER, ENOKEY, "keeper: this sandbox holds no secret");
 		return 1;
 	}
 	if (op == SBX_OP_SUP_RUN)
 		return run_check(k, req, len, w, key) != 0;
 	const uint8_t *nonce;
 	if (nonce_of(req, len, &nonce) != 0) {
-		reply_err(w, SBX_EUSAGE, 0, "keeper: request without a 16-byte nonce");
+		sbx_msgw_error(w, SBX_EUSAGE, 0, "keeper: request without a 16-byte nonce");
 		return 1;
 	}
 	uint8_t mac[SBX_MAC_LEN];
@@ -292,7 +286,7 @@ static void dispatch(struct sbx_keeper *k, int fd, int home, const uint8_t *req,
 			memset(key, 0, sizeof key);
 			if (p > 0)
 				return;
-			reply_err(&w, SBX_ETRANSFER, errno, "keeper: fork");
+			sbx_msgw_error(&w, SBX_ETRANSFER, errno, "keeper: fork");
 		} else {
 			/* Only the connection stays open: the supervisor inherits nothing. */
 			if (home >= 0 && fchdir(home) != 0) {
@@ -316,7 +310,7 @@ static void dispatch(struct sbx_keeper *k, int fd, int home, const uint8_t *req,
 		}
 	}
 	if (w.overflow)
-		reply_err(&w, SBX_EUSAGE, 0, "keeper: answer too large");
+		sbx_msgw_error(&w, SBX_EUSAGE, 0, "keeper: answer too large");
 	/* Small, into an empty socket buffer: it does not block. */
 	write_msg(fd, reply, w.len);
 }

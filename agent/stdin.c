@@ -1,13 +1,16 @@
-/* A job's stdin (stdin.h): the ring, the pipe and the credit of the bytes between them. */
+/* A job's stdin (stdin.h): the ring, the pipe and the credit of the bytes between them, and the
+ * sink that splices an upload's payload from the connection. */
 #include "stdin.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "proto.h"
+#include "sys.h"
 
 #define RING SBX_WINDOW_DEFAULT
 
@@ -148,4 +151,72 @@ void sbx_stdin_free(struct sbx_stdin *in)
 	sbx_stdin_close(in);
 	free(in->ring);
 	in->ring = NULL;
+}
+
+void sbx_sink_begin(struct sbx_sink *k, uint32_t stream, uint64_t left, int end)
+{
+	k->stream = stream;
+	k->left = left;
+	k->end = end;
+	k->ring = 0;
+	k->pipe_wait_ns = 0;
+}
+
+static int pipe_full(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLOUT};
+	return poll(&p, 1, 0) == 0;
+}
+
+int sbx_sink_step(struct sbx_sink *k, int conn, struct sbx_stdin *in, uint8_t *scratch, size_t cap,
+                  uint64_t *grant)
+{
+	ssize_t n;
+	*grant = 0;
+	if (in == NULL)
+		n = read(conn, scratch, k->left < cap ? (size_t)k->left : cap);
+	else
+		n = sbx_stdin_take(in, conn, k->left, k->ring ? SBX_STDIN_RING : SBX_STDIN_SPLICE,
+		                   scratch, cap, grant);
+	if (n > 0) {
+		k->left -= (uint64_t)n;
+		k->pipe_wait_ns = 0;
+		if (in != NULL && k->left == 0 && k->end)
+			in->end = 1;
+		return 0;
+	}
+	if (n == 0)
+		return 1;
+	if (errno == EINTR)
+		return 0;
+	if (errno == EINVAL && in != NULL && !k->ring) {
+		k->no_splice = 1;
+		k->ring = 1;
+		return 0;
+	}
+	if (errno == EAGAIN) {
+		/* Either the connection has nothing yet (poll it again) or the pipe is full (poll
+		 * the pipe instead: the connection stays readable and would spin). */
+		if (in != NULL && !k->ring && in->fd >= 0 && in->len == 0 && pipe_full(in->fd) &&
+		    k->pipe_wait_ns == 0)
+			k->pipe_wait_ns = sbx_now_ns();
+		return 0;
+	}
+	return -1;
+}
+
+int sbx_sink_pipe(struct sbx_sink *k, const struct sbx_stdin *in, int *timeout)
+{
+	if (k->left == 0 || k->pipe_wait_ns == 0)
+		return -1;
+	int64_t left = k->pipe_wait_ns + SBX_SINK_STALL_NS - sbx_now_ns();
+	if (in == NULL || in->fd < 0 || left <= 0) {
+		k->ring = left <= 0;
+		k->pipe_wait_ns = 0;
+		return -1;
+	}
+	int ms = (int)((left + 999999) / 1000000);
+	if (*timeout < 0 || ms < *timeout)
+		*timeout = ms;
+	return in->fd;
 }

@@ -55,4 +55,34 @@ void sbx_stdin_close(struct sbx_stdin *in);
 /* Closes and frees. */
 void sbx_stdin_free(struct sbx_stdin *in);
 
+/* The sink: an upload's DATA payload taken past the frame decoder (agent/serve.c, read_input),
+ * whose bytes still in the connection go on into the job's pipe by splice, or through its ring
+ * once the pipe stays full SBX_SINK_STALL_NS (a CANCEL behind the payload must not wait on a
+ * stuck program) or the connection cannot be spliced. */
+#define SBX_SINK_MIN (16u * 1024u) /* a payload with less than this left is not taken so */
+#define SBX_SINK_STALL_NS (50 * 1000000LL)
+
+struct sbx_sink {
+	uint32_t stream;
+	uint64_t left;        /* the payload's bytes still in the connection; 0: no sink */
+	int end;              /* the frame had END */
+	int ring;             /* the rest goes through the ring, not splice */
+	int64_t pipe_wait_ns; /* since when the pipe has been full; 0: not waiting */
+	int no_splice;        /* the connection cannot be spliced from (found once, for good) */
+};
+
+/* The sink takes the left bytes of stream's frame (end: the frame had END). */
+void sbx_sink_begin(struct sbx_sink *k, uint32_t stream, uint64_t left, int end);
+
+/* Moves more of the payload out of conn into in, or (in NULL: its job is gone) reads and drops
+ * it; *grant as above. 0 (moved, or nothing yet), 1 at conn's end, -1 with errno when reading
+ * conn failed. */
+int sbx_sink_step(struct sbx_sink *k, int conn, struct sbx_stdin *in, uint8_t *scratch, size_t cap,
+                  uint64_t *grant);
+
+/* The pipe to poll for POLLOUT while the sink waits on it, or -1 (poll the connection). A wait
+ * past SBX_SINK_STALL_NS turns the rest to the ring; *timeout (ms, -1: none) is shortened to
+ * that moment. */
+int sbx_sink_pipe(struct sbx_sink *k, const struct sbx_stdin *in, int *timeout);
+
 #endif

@@ -23,18 +23,9 @@
 
 #define READ_MAX (512 * 1024)
 
-static void reply_err(struct sbx_msgw *w, enum sbx_err_class cls, int err, const char *msg)
-{
-	w->len = 0;
-	w->overflow = 0;
-	sbx_msgw_i64(w, SBX_T_STATUS, cls);
-	sbx_msgw_i64(w, SBX_T_ERRNO, err);
-	sbx_msgw_str(w, SBX_T_MESSAGE, msg);
-}
-
 static void reply_sbx_err(struct sbx_msgw *w, const struct sbx_err *e)
 {
-	reply_err(w, e->cls, e->errnum, e->msg);
+	sbx_msgw_error(w, e->cls, e->errnum, e->msg);
 }
 
 /* The session folder named in a request, opened and checked as the supervisor does
@@ -44,7 +35,7 @@ static int open_session(const uint8_t *req, size_t len, struct sbx_msgw *w, char
 	struct sbx_field f;
 	if (sbx_msg_find(req, len, SBX_T_SESSION, &f) != 1 || sbx_field_str(&f, path, cap) != 0 ||
 	    path[0] == '\0') {
-		reply_err(w, SBX_EUSAGE, 0, "request without a session folder");
+		sbx_msgw_error(w, SBX_EUSAGE, 0, "request without a session folder");
 		return -1;
 	}
 	struct sbx_err e;
@@ -75,7 +66,7 @@ void sbx_supctl_run(const uint8_t *req, size_t len, const uint8_t *key, size_t k
 	struct sbx_field f;
 	if (sbx_msg_find(req, len, SBX_T_SESSION, &f) != 1 ||
 	    sbx_field_str(&f, dir, sizeof dir) != 0 || dir[0] != '/') {
-		reply_err(w, SBX_EUSAGE, 0, "run needs an absolute session folder");
+		sbx_msgw_error(w, SBX_EUSAGE, 0, "run needs an absolute session folder");
 		return;
 	}
 	struct sbx_err e;
@@ -88,10 +79,11 @@ void sbx_supctl_run(const uint8_t *req, size_t len, const uint8_t *key, size_t k
 	    closing = sbx_sessdir_exists(dfd, "closing");
 	close(dfd);
 	if (busy || done || closing) {
-		reply_err(w, SBX_EUSAGE, 0,
-		          busy      ? "a run is active in this session folder"
-		          : closing ? "the session is closing: no new activation"
-		                    : "this session folder holds a finished run: rearm it first");
+		sbx_msgw_error(
+		        w, SBX_EUSAGE, 0,
+		        busy      ? "a run is active in this session folder"
+		        : closing ? "the session is closing: no new activation"
+		                  : "this session folder holds a finished run: rearm it first");
 		return;
 	}
 
@@ -125,12 +117,12 @@ void sbx_supctl_run(const uint8_t *req, size_t len, const uint8_t *key, size_t k
 		}
 	}
 	if (bad || rc < 0 || o.cmd.argc == 0) {
-		reply_err(w, SBX_EUSAGE, 0,
-		          bad || rc < 0 ? "malformed run request" : "run needs argv");
+		sbx_msgw_error(w, SBX_EUSAGE, 0,
+		               bad || rc < 0 ? "malformed run request" : "run needs argv");
 		goto out;
 	}
 	if (key_len > sizeof o.key) {
-		reply_err(w, SBX_EUSAGE, 0, "receipt key too long");
+		sbx_msgw_error(w, SBX_EUSAGE, 0, "receipt key too long");
 		goto out;
 	}
 	memcpy(o.key, key, key_len);
@@ -138,13 +130,13 @@ void sbx_supctl_run(const uint8_t *req, size_t len, const uint8_t *key, size_t k
 
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) != 0) {
-		reply_err(w, SBX_ETRANSFER, errno, "pipe");
+		sbx_msgw_error(w, SBX_ETRANSFER, errno, "pipe");
 		goto out;
 	}
 	pid_t child = fork();
 	if (child < 0) {
 		close(p[0]), close(p[1]);
-		reply_err(w, SBX_ETRANSFER, errno, "fork");
+		sbx_msgw_error(w, SBX_ETRANSFER, errno, "fork");
 		goto out;
 	}
 	if (child == 0) {
@@ -173,7 +165,7 @@ void sbx_supctl_run(const uint8_t *req, size_t len, const uint8_t *key, size_t k
 	while (waitpid(child, &st, 0) < 0 && errno == EINTR)
 		;
 	if (k != (ssize_t)sizeof sup || sup <= 0) {
-		reply_err(w, SBX_ETRANSFER, 0, "could not start the supervisor");
+		sbx_msgw_error(w, SBX_ETRANSFER, 0, "could not start the supervisor");
 		goto out;
 	}
 	sbx_msgw_i64(w, SBX_T_STATUS, 0);
@@ -210,7 +202,7 @@ void sbx_supctl_signal(const uint8_t *req, size_t len, struct sbx_msgw *w)
 		sbx_field_str(&f, reason, sizeof reason);
 	if (strcmp(kind, "stop") != 0 && strcmp(kind, "expire") != 0) {
 		close(dfd);
-		reply_err(w, SBX_EUSAGE, 0, "signal is stop or expire");
+		sbx_msgw_error(w, SBX_EUSAGE, 0, "signal is stop or expire");
 		return;
 	}
 	/* expire is refused once the activation finished or was already expired (the
@@ -290,8 +282,8 @@ void sbx_supctl_read(const uint8_t *req, size_t len, struct sbx_msgw *w)
 	     strcmp(name, "receipt.sig") != 0) ||
 	    off < 0 || want < 0) {
 		close(dfd);
-		reply_err(w, SBX_EUSAGE, 0,
-		          "read output.log, receipt.json or receipt.sig from offset >= 0");
+		sbx_msgw_error(w, SBX_EUSAGE, 0,
+		               "read output.log, receipt.json or receipt.sig from offset >= 0");
 		return;
 	}
 	if (want > READ_MAX)
@@ -313,7 +305,7 @@ void sbx_supctl_read(const uint8_t *req, size_t len, struct sbx_msgw *w)
 	close(fd);
 	if (n < 0) {
 		free(buf);
-		reply_err(w, SBX_ETRANSFER, errno, name);
+		sbx_msgw_error(w, SBX_ETRANSFER, errno, name);
 		return;
 	}
 	sbx_msgw_i64(w, SBX_T_STATUS, 0);

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto.h"
+
 void sbx_msgw_init(struct sbx_msgw *w, uint8_t *buf, size_t cap)
 {
 	w->buf = buf;
@@ -111,4 +113,13 @@ char *sbx_field_strdup(const struct sbx_field *f)
 		s[f->len] = '\0';
 	}
 	return s;
+}
+
+void sbx_msgw_error(struct sbx_msgw *w, int cls, int err, const char *msg)
+{
+	w->len = 0;
+	w->overflow = 0;
+	sbx_msgw_i64(w, SBX_T_STATUS, cls);
+	sbx_msgw_i64(w, SBX_T_ERRNO, err);
+	sbx_msgw_str(w, SBX_T_MESSAGE, msg);
 }

@@ -1,7 +1,8 @@
 /* Message payloads: a flat list of fields, each [u16 tag][u32 length][value], big-endian.
  * Integers are 8-byte two's complement; strings are bytes without a terminator; a repeated
  * tag is a list. Readers skip tags they do not know, so a newer peer can add fields without
- * breaking an older one (docs/protocol.md). Writer and reader never allocate. */
+ * breaking an older one (docs/protocol.md). Writer and reader never allocate (only
+ * sbx_field_strdup does, by its name). */
 #ifndef SBX_MSG_H
 #define SBX_MSG_H
 
@@ -47,6 +48,10 @@ int sbx_field_str(const struct sbx_field *f, char *out, size_t cap);
 
 /* Finds the first field with tag; 1 found, 0 absent, -1 malformed payload. */
 int sbx_msg_find(const uint8_t *p, size_t len, uint16_t tag, struct sbx_field *f);
+
+/* A refusal as a RESPONSE payload, over whatever w held: STATUS cls (enum sbx_err_class),
+ * ERRNO err, MESSAGE msg. */
+void sbx_msgw_error(struct sbx_msgw *w, int cls, int err, const char *msg);
 
 /* A string field as a malloc'd C string; NULL when it holds a NUL byte or memory runs out. */
 char *sbx_field_strdup(const struct sbx_field *f);
