@@ -36,8 +36,28 @@ int sbx_sessdir_exists(int dfd, const char *name)
 
 int sbx_sessdir_is_file(int dfd, const char *name)
 {
+	return sbx_sessdir_size(dfd, name) >= 0;
+}
+
+int64_t sbx_sessdir_size(int dfd, const char *name)
+{
 	struct stat st;
-	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)
+	               ? (int64_t)st.st_size
+	               : -1;
+}
+
+int sbx_sessdir_create(int dfd, const char *name, struct sbx_err *e)
+{
+	for (int i = 0;; i++) {
+		int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		                0600);
+		if (fd >= 0)
+			return fd;
+		if (errno != EEXIST || i > 0)
+			return sbx_err_set(e, SBX_ETRANSFER, errno, "create %s", name);
+		unlinkat(dfd, name, 0);
+	}
 }
 
 static const char *kind(mode_t m)

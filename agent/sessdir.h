@@ -24,6 +24,13 @@ int sbx_sessdir_open(const char *dir, int create, struct sbx_err *e);
 int sbx_sessdir_exists(int dfd, const char *name);
 int sbx_sessdir_is_file(int dfd, const char *name);
 
+/* The size of name when it is a regular file; -1 when it is absent or anything else. */
+int64_t sbx_sessdir_size(int dfd, const char *name);
+
+/* Creates name to write (0600, O_EXCL|O_NOFOLLOW, close-on-exec): what a crashed run left at
+ * that name is removed first, never written through. The fd, or -1 with *e (SBX_ETRANSFER). */
+int sbx_sessdir_create(int dfd, const char *name, struct sbx_err *e);
+
 /* name opened for reading when it is a regular file (O_NOFOLLOW, O_NONBLOCK, O_NOCTTY: no kind
  * of file blocks the open or becomes a terminal); its stat in *st. -1 with *e: SBX_EUSAGE when
  * absent, SBX_ETRANSFER ("NAME is a FIFO, not a regular file", or the errno) otherwise. */

@@ -250,17 +250,13 @@ void sbx_supctl_status(const uint8_t *req, size_t len, struct sbx_msgw *w)
 	if (!sbx_sessdir_exists(dfd, "activation") ||
 	    sbx_sessdir_activation(dfd, &activation, &e) != 0)
 		activation = 0;
-	struct stat st;
+	int64_t size = sbx_sessdir_size(dfd, "output.log");
 	sbx_msgw_i64(w, SBX_T_STATUS, 0);
 	sbx_msgw_str(w, SBX_T_STATE, state_of(dfd));
 	sbx_msgw_i64(w, SBX_T_ALIVE, sbx_sessdir_alive(dfd));
 	sbx_msgw_i64(w, SBX_T_HAS_RECEIPT, sbx_sessdir_is_file(dfd, "receipt.json"));
 	sbx_msgw_i64(w, SBX_T_ACTIVATION, activation);
-	sbx_msgw_i64(w, SBX_T_SIZE,
-	             fstatat(dfd, "output.log", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	                             S_ISREG(st.st_mode)
-	                     ? st.st_size
-	                     : 0);
+	sbx_msgw_i64(w, SBX_T_SIZE, size > 0 ? size : 0);
 	close(dfd);
 }
 

@@ -686,15 +686,8 @@ static int setup(struct sup *s, const sigset_t *mask)
 	    (!sbx_sessdir_exists(s->dirfd, "activation") &&
 	     write_at(s->dirfd, "activation", &e, "1\n") != 0))
 		goto fail;
-	for (int i = 0; i < 2 && s->logfd < 0; i++) {
-		s->logfd = openat(s->dirfd, "output.log",
-		                  O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (s->logfd < 0 && errno == EEXIST && i == 0)
-			unlinkat(s->dirfd, "output.log",
-			         0); /* a crashed run's; never written through */
-		else if (s->logfd < 0)
-			return fail(s, errno, "create output.log"), -1;
-	}
+	if ((s->logfd = sbx_sessdir_create(s->dirfd, "output.log", &e)) < 0)
+		goto fail;
 	/* Subreaper first: from here every orphan of the run stays in our tree. Not dumpable:
 	 * a same-uid harness cannot read the key out of our memory. */
 	if (!WEAK && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
@@ -709,8 +702,10 @@ static int setup(struct sup *s, const sigset_t *mask)
 	}
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	s->sigfd = signalfd(-1, mask, SFD_NONBLOCK | SFD_CLOEXEC);
-	if (s->sigfd < 0)
-		return fail(s, errno, "signalfd"), -1;
+	if (s->sigfd < 0) {
+		sbx_err_set(&e, SBX_ETRANSFER, errno, "signalfd");
+		goto fail;
+	}
 	s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC); /* -1: poll timeout */
 	s->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (s->ifd >= 0) {
