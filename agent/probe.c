@@ -138,32 +138,31 @@ int sbx_resolve_physical(const char *path, char *out, size_t cap, struct sbx_err
 	return 0;
 }
 
+const char *sbx_probe_kind_of(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return errno == ENOENT || errno == ENOTDIR ? "absent" : NULL;
+	return S_ISDIR(st.st_mode) ? "dir" : S_ISREG(st.st_mode) ? "file" : "other";
+}
+
 void sbx_probe_kind(const uint8_t *req, size_t len, struct sbx_msgw *w)
 {
 	char path[PATH_MAX];
 	struct sbx_err err;
-	struct stat st;
-	const char *kind;
 	sbx_err_clear(&err);
 	if (one_path(req, len, path, sizeof path, &err) != 0) {
 		fail(w, &err);
 		return;
 	}
-	if (stat(path, &st) != 0) {
-		/* Only "no such entry" is absent; EACCES, ELOOP or EIO leave the answer unknown. */
-		if (errno != ENOENT && errno != ENOTDIR) {
-			sbx_err_set(&err, SBX_EPROBE, errno, "stat %s", path);
-			fail(w, &err);
-			return;
-		}
-		kind = "absent";
-	} else if (S_ISDIR(st.st_mode)) {
-		kind = "dir";
-	} else if (S_ISREG(st.st_mode)) {
-		kind = "file";
-	} else {
-		kind = "absent"; /* a fifo or a device, as `[ -d ]` and `[ -f ]` both say no */
+	const char *kind = sbx_probe_kind_of(path);
+	if (kind == NULL) {
+		sbx_err_set(&err, SBX_EPROBE, errno, "stat %s", path);
+		fail(w, &err);
+		return;
 	}
+	if (strcmp(kind, "other") == 0)
+		kind = "absent"; /* a fifo or a device, as `[ -d ]` and `[ -f ]` both say no */
 	sbx_msgw_i64(w, SBX_T_STATUS, SBX_OK);
 	sbx_msgw_str(w, SBX_T_KIND, kind);
 	finish(w);

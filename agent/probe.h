@@ -40,4 +40,9 @@ void sbx_probe_lands_clear(const uint8_t *req, size_t len, struct sbx_msgw *w);
  * SBX_EPROBE and the errno). */
 int sbx_resolve_physical(const char *path, char *out, size_t cap, struct sbx_err *err);
 
+/* What path names, symlinks followed, for KIND and a download's source: "dir", "file",
+ * "absent" (ENOENT or ENOTDIR: nothing there), "other" (a FIFO, a device, a socket), or NULL
+ * with errno when stat failed any other way (EACCES, ELOOP, EIO: the answer is unknown). */
+const char *sbx_probe_kind_of(const char *path);
+
 #endif

@@ -400,19 +400,12 @@ _Noreturn static void download(const struct sbx_xfer_req *r, struct out *o)
 {
 	struct sbx_err e;
 	sbx_err_clear(&e);
-	struct stat st;
-	const char *kind;
-	if (stat(r->path, &st) != 0) {
-		if (errno != ENOENT && errno != ENOTDIR) {
-			sbx_err_set(&e, SBX_ETRANSFER, errno, "source %s", r->path);
-			fail_exit(o, &e);
-		}
-		kind = "absent";
-	} else if (S_ISDIR(st.st_mode)) {
-		kind = "dir";
-	} else if (S_ISREG(st.st_mode)) {
-		kind = "file";
-	} else {
+	const char *kind = sbx_probe_kind_of(r->path);
+	if (kind == NULL) {
+		sbx_err_set(&e, SBX_ETRANSFER, errno, "source %s", r->path);
+		fail_exit(o, &e);
+	}
+	if (strcmp(kind, "other") == 0) {
 		sbx_err_set(&e, SBX_ETRANSFER, 0, "source %s is neither a file nor a folder",
 		            r->path);
 		fail_exit(o, &e);
