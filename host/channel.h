@@ -36,7 +36,7 @@ int sbx_session_direct(struct sbx_session *s, pid_t pid, struct sbx_err *e);
 int sbx_session_open_fd(struct sbx_session **out, int fd, double timeout_s, struct sbx_err *e);
 
 /* A session with the resident agent of the sandbox whose PID 1 is pid (as this machine sees
- * it): `sbx-agent init --serve` listening at one of the folders agent/resident.h lists,
+ * it): `sbx-agent init --serve` listening at one of SBX_SOCKET_DIRS (shared/proto.h),
  * reached through /proc/PID/root (host/direct.c). Taken only when the socket's listener is
  * pid itself. -1 with e set when there is none: the caller goes the exec way. */
 int sbx_session_resident(struct sbx_session **out, pid_t pid, double timeout_s, struct sbx_err *e);
