@@ -217,6 +217,68 @@ static void pump_after_full_pipe(void **state)
 	free(src), free(got);
 }
 
+/* The sink (a payload past the decoder): spliced while the pipe takes it, waiting on the pipe
+ * when it is full, turned to the ring once it stays full SBX_SINK_STALL_NS, dropped when the
+ * job is gone; the frame's END reaches stdin with its last byte. Shown able to fail: with the
+ * stall never turning to the ring (sbx_sink_pipe's ring = left <= 0 removed) it fails. */
+static void sink_splices_stalls_and_drops(void **state)
+{
+	(void)state;
+	size_t n = 200000;
+	uint8_t *src = pattern(n), *got = malloc(n), scratch[4096];
+	int sv[2], p[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	small_pipe(p);
+	struct sbx_stdin in;
+	sbx_stdin_init(&in, p[1], 0);
+	assert_int_equal(sbx_stdin_expect(&in, n), 0);
+	assert_int_equal(write(sv[1], src, n), (ssize_t)n);
+	struct sbx_sink k;
+	memset(&k, 0, sizeof k);
+	sbx_sink_begin(&k, 7, n, 1);
+	uint64_t g;
+	size_t have = 0;
+	int stalled = 0, timeout = -1;
+	while (k.left > 0) {
+		assert_int_equal(sbx_sink_step(&k, sv[0], &in, scratch, sizeof scratch, &g), 0);
+		if (k.pipe_wait_ns == 0)
+			continue;
+		/* The pipe is full: the loop would poll it, not the connection. */
+		assert_int_equal(sbx_sink_pipe(&k, &in, &timeout), p[1]);
+		assert_true(timeout >= 0 && timeout <= SBX_SINK_STALL_NS / 1000000);
+		if (!stalled) {
+			have = drain(p[0], got, have,
+			             n); /* the reader takes some: splice goes on */
+			stalled = 1;
+			k.pipe_wait_ns = 0;
+			continue;
+		}
+		k.pipe_wait_ns -= SBX_SINK_STALL_NS; /* it stays full: the rest goes to the ring */
+		assert_int_equal(sbx_sink_pipe(&k, &in, &timeout), -1);
+		assert_true(k.ring);
+	}
+	assert_true(stalled && k.ring && in.end);
+	while (in.fd >= 0) {
+		have = drain(p[0], got, have, n);
+		sbx_stdin_pump(&in, &g);
+	}
+	have = drain(p[0], got, have, n);
+	assert_int_equal(have, n);
+	assert_memory_equal(got, src, n);
+	/* The job gone (in NULL): the payload is read and dropped; the connection's end is 1. */
+	assert_int_equal(write(sv[1], src, 1000), 1000);
+	sbx_sink_begin(&k, 8, 1000, 0);
+	while (k.left > 0)
+		assert_int_equal(sbx_sink_step(&k, sv[0], NULL, scratch, sizeof scratch, &g), 0);
+	close(sv[1]);
+	sbx_sink_begin(&k, 9, 10, 0);
+	assert_int_equal(sbx_sink_step(&k, sv[0], NULL, scratch, sizeof scratch, &g), 1);
+	sbx_stdin_free(&in);
+	close(sv[0]), close(p[0]);
+	free(src), free(got);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN); /* as in the agent: a closed reader is EPIPE */
@@ -224,6 +286,7 @@ int main(void)
 	        cmocka_unit_test(every_way_keeps_the_order),
 	        cmocka_unit_test(closed_reader_drops_and_returns_credit),
 	        cmocka_unit_test(pump_after_full_pipe),
+	        cmocka_unit_test(sink_splices_stalls_and_drops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
