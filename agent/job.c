@@ -206,7 +206,7 @@ static enum pump pump_out(struct sbx_jobs *js, struct sbx_job *j, int chan)
 		return PUMP_BLOCKED;
 	/* Moved into the staging pipe when there is room (no copy at all), else read straight
 	 * into the frame that will carry the bytes. */
-	ssize_t staged = sbx_stage_in(js->stage, js->out, fd, (size_t)room, j->stream, ch);
+	ssize_t staged = sbx_splice_in(js->stage, js->out, fd, (size_t)room, j->stream, ch);
 	if (staged > 0) {
 		j->tx[chan].avail += room - (uint64_t)staged;
 		return PUMP_DATA;
@@ -216,7 +216,7 @@ static enum pump pump_out(struct sbx_jobs *js, struct sbx_job *j, int chan)
 		end_channel(js, j, chan);
 		return PUMP_EOF;
 	}
-	if (staged == SBX_STAGE_LOST) {
+	if (staged == SBX_SPLICE_LOST) {
 		j->tx[chan].avail += room;
 		lost(js, "out of memory queueing output");
 		return PUMP_BLOCKED;

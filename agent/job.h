@@ -1,6 +1,6 @@
 /* The serve loop's jobs: exec commands (agent/exec.h) and transfer children (agent/xfer.h),
  * one per stream, from their start to their RESPONSE. Their output pipes become DATA frames
- * under the host's credit (through the staging pipe, shared/stage.h, without a copy where it
+ * under the host's credit (through the staging pipe, shared/splice.h, without a copy where it
  * can), their stdin takes the host's DATA (agent/stdin.h); deadlines kill, a finished job's
  * pipes linger a while, and its result follows its last DATA on the bulk lane. The loop itself
  * (agent/serve.c) polls the fds and calls in here. */
@@ -17,7 +17,7 @@
 #include "msg.h"
 #include "outq.h"
 #include "proto.h"
-#include "stage.h"
+#include "splice.h"
 #include "stdin.h"
 
 /* Bulk bytes queued for the host past which no job's pipe is read. */
@@ -51,7 +51,7 @@ struct sbx_jobs {
 	int n;
 	uint64_t host_window; /* credit the host grants per output channel */
 	struct sbx_outq *out;
-	struct sbx_stage *stage;
+	struct sbx_splice *stage;
 	uint8_t *resp;     /* scratch for results, SBX_FRAME_MAX_PAYLOAD bytes */
 	const char *fatal; /* set once output could not be queued (no memory): the session ends */
 };

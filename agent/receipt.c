@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "digest.h"
-#include "sessdir.h"
+#include "rundir.h"
 #include "utf8.h"
 
 struct buf {
@@ -108,8 +108,8 @@ static void key_str(struct buf *b, const char *k, const char *v)
 char *sbx_receipt_format(const struct sbx_receipt *r, size_t *len)
 {
 	struct buf b = {0};
-	put(&b, "{\"version\":1", 12);
-	key_str(&b, "session", r->session);
+	put(&b, "{\"version\":2", 12);
+	key_str(&b, "run_dir", r->run_dir);
 	key_i64(&b, "activation", r->activation);
 	key_str(&b, "nonce", r->nonce);
 	key_str(&b, "trigger", r->trigger);
@@ -132,7 +132,7 @@ char *sbx_receipt_format(const struct sbx_receipt *r, size_t *len)
 	key_i64(&b, "ended_at_ns", r->ended_at_ns);
 	key_i64(&b, "duration_ns", r->duration_ns);
 	key_i64(&b, "kill_rounds", r->kill_rounds);
-	key_bool(&b, "termination_witnessed", r->witnessed);
+	key_bool(&b, "termination_witnessed", r->termination_witnessed);
 	key(&b, "residual");
 	put(&b, "[", 1);
 	for (size_t i = 0; i < r->nresidual && i < SBX_RECEIPT_RESIDUAL_MAX; i++) {
@@ -170,13 +170,13 @@ int sbx_receipt_write(int dirfd, const char *json, size_t len, const uint8_t *ke
 		sbx_hmac_sha256(key, key_len, json, len, mac);
 		sbx_hex(mac, sizeof mac, hex);
 		hex[64] = '\n';
-		if (sbx_sessdir_write(dirfd, "receipt.sig", hex, 65, e) != 0)
+		if (sbx_rundir_write(dirfd, "receipt.sig", hex, 65, e) != 0)
 			return -1;
 	} else if (unlinkat(dirfd, "receipt.sig", 0) != 0 && errno != ENOENT) {
 		/* an unsigned receipt must not sit beside a signature someone else wrote */
 		return sbx_err_set(e, SBX_ETRANSFER, errno, "remove receipt.sig");
 	}
-	if (sbx_sessdir_write(dirfd, "receipt.json", json, len, e) != 0)
+	if (sbx_rundir_write(dirfd, "receipt.json", json, len, e) != 0)
 		return -1;
 	fsync(dirfd);
 	return 0;

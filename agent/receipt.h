@@ -16,7 +16,7 @@ struct sbx_receipt_proc {
 };
 
 struct sbx_receipt {
-	const char *session;
+	const char *run_dir;
 	int64_t activation;
 	char nonce[33];
 	const char *trigger; /* exit deadline expire stop signal runner_failed not_started */
@@ -28,7 +28,7 @@ struct sbx_receipt {
 	char error[256];
 	int64_t started_at_ns, ended_at_ns, duration_ns;
 	int kill_rounds;
-	int witnessed;
+	int termination_witnessed;
 	size_t nresidual; /* the first SBX_RECEIPT_RESIDUAL_MAX are listed */
 	struct sbx_receipt_proc residual[SBX_RECEIPT_RESIDUAL_MAX];
 	uint64_t oom_kills;
@@ -42,7 +42,6 @@ struct sbx_receipt {
 /* The receipt as one JSON line ending in "\n", malloc'd (NUL-terminated, *len without it);
  * NULL when out of memory. Strings: control characters as \u00XX, invalid UTF-8 bytes as '?'. */
 char *sbx_receipt_format(const struct sbx_receipt *r, size_t *len);
-
 
 /* Writes receipt.sig (64 hex digits of HMAC-SHA256(key, json), "\n") when key_len > 0, then
  * receipt.json, so a receipt.json in place always has its signature beside it. */

@@ -1,7 +1,7 @@
 /* Supervision requests from the host. The supervisor is started by forking twice, so it is in
  * its own session, no child of the serve loop, and holds none of the channel's descriptors:
  * losing the channel (the serve loop exits) leaves it running with its deadline. Everything
- * else goes through files in the session folder, reached the one safe way of agent/sessdir.h:
+ * else goes through files in the run folder, reached the one safe way of agent/rundir.h:
  * whatever a harness put there, a request never blocks and never reads without bound. */
 #include "supctl.h"
 
@@ -17,7 +17,7 @@
 
 #include "err.h"
 #include "proto.h"
-#include "sessdir.h"
+#include "rundir.h"
 #include "supervise.h"
 #include "sys.h"
 
@@ -28,18 +28,18 @@ static void reply_sbx_err(struct sbx_msgw *w, const struct sbx_err *e)
 	sbx_msgw_error(w, e->cls, e->errnum, e->msg);
 }
 
-/* The session folder named in a request, opened and checked as the supervisor does
- * (agent/sessdir.h); -1 with a reply written. */
-static int open_session(const uint8_t *req, size_t len, struct sbx_msgw *w, char *path, size_t cap)
+/* The run folder named in a request, opened and checked as the supervisor does
+ * (agent/rundir.h); -1 with a reply written. */
+static int open_run_dir(const uint8_t *req, size_t len, struct sbx_msgw *w, char *path, size_t cap)
 {
 	struct sbx_field f;
-	if (sbx_msg_find(req, len, SBX_T_SESSION, &f) != 1 || sbx_field_str(&f, path, cap) != 0 ||
+	if (sbx_msg_find(req, len, SBX_T_RUN_DIR, &f) != 1 || sbx_field_str(&f, path, cap) != 0 ||
 	    path[0] == '\0') {
-		sbx_msgw_error(w, SBX_EUSAGE, 0, "request without a session folder");
+		sbx_msgw_error(w, SBX_EUSAGE, 0, "request without a run folder");
 		return -1;
 	}
 	struct sbx_err e;
-	int fd = sbx_sessdir_open(path, 0, &e);
+	int fd = sbx_rundir_open(path, 0, &e);
 	if (fd < 0)
 		reply_sbx_err(w, &e);
 	return fd;
@@ -64,26 +64,25 @@ void sbx_supctl_run(const uint8_t *req, size_t len, const uint8_t *key, size_t k
 {
 	char dir[4096];
 	struct sbx_field f;
-	if (sbx_msg_find(req, len, SBX_T_SESSION, &f) != 1 ||
+	if (sbx_msg_find(req, len, SBX_T_RUN_DIR, &f) != 1 ||
 	    sbx_field_str(&f, dir, sizeof dir) != 0 || dir[0] != '/') {
-		sbx_msgw_error(w, SBX_EUSAGE, 0, "run needs an absolute session folder");
+		sbx_msgw_error(w, SBX_EUSAGE, 0, "run needs an absolute run folder");
 		return;
 	}
 	struct sbx_err e;
-	int dfd = sbx_sessdir_open(dir, 1, &e);
+	int dfd = sbx_rundir_open(dir, 1, &e);
 	if (dfd < 0) {
 		reply_sbx_err(w, &e);
 		return;
 	}
-	int busy = sbx_sessdir_alive(dfd), done = sbx_sessdir_exists(dfd, "receipt.json"),
-	    closing = sbx_sessdir_exists(dfd, "closing");
+	int busy = sbx_rundir_alive(dfd), done = sbx_rundir_exists(dfd, "receipt.json"),
+	    closing = sbx_rundir_exists(dfd, "closing");
 	close(dfd);
 	if (busy || done || closing) {
-		sbx_msgw_error(
-		        w, SBX_EUSAGE, 0,
-		        busy      ? "a run is active in this session folder"
-		        : closing ? "the session is closing: no new activation"
-		                  : "this session folder holds a finished run: rearm it first");
+		sbx_msgw_error(w, SBX_EUSAGE, 0,
+		               busy      ? "a run is active in this run folder"
+		               : closing ? "the run folder is closing: no new activation"
+		                         : "this run folder holds a finished run: rearm it first");
 		return;
 	}
 
@@ -183,16 +182,16 @@ void sbx_supctl_signal(const uint8_t *req, size_t len, struct sbx_msgw *w)
 	struct sbx_err e;
 	/* A marker may come before the run (expire before launch): make the folder, with the
 	 * same checks as a run. */
-	if (sbx_msg_find(req, len, SBX_T_SESSION, &sf) == 1 &&
+	if (sbx_msg_find(req, len, SBX_T_RUN_DIR, &sf) == 1 &&
 	    sbx_field_str(&sf, dir, sizeof dir) == 0 && dir[0] == '/' && access(dir, F_OK) != 0) {
-		int fd = sbx_sessdir_open(dir, 1, &e);
+		int fd = sbx_rundir_open(dir, 1, &e);
 		if (fd < 0) {
 			reply_sbx_err(w, &e);
 			return;
 		}
 		close(fd);
 	}
-	int dfd = open_session(req, len, w, dir, sizeof dir);
+	int dfd = open_run_dir(req, len, w, dir, sizeof dir);
 	if (dfd < 0)
 		return;
 	struct sbx_field f;
@@ -207,9 +206,9 @@ void sbx_supctl_signal(const uint8_t *req, size_t len, struct sbx_msgw *w)
 	}
 	/* expire is refused once the activation finished or was already expired (the
 	 * reference's expire returns False then); stop is always accepted. */
-	int already = kind[0] == 'e' && (sbx_sessdir_exists(dfd, "expire") ||
-	                                 sbx_sessdir_exists(dfd, "receipt.json"));
-	if (!already && sbx_sessdir_write(dfd, kind, reason, strlen(reason), &e) != 0) {
+	int already = kind[0] == 'e' &&
+	              (sbx_rundir_exists(dfd, "expire") || sbx_rundir_exists(dfd, "receipt.json"));
+	if (!already && sbx_rundir_write(dfd, kind, reason, strlen(reason), &e) != 0) {
 		close(dfd);
 		reply_sbx_err(w, &e);
 		return;
@@ -227,9 +226,9 @@ static const char *state_of(int dfd)
 	                                    "done"};
 	char buf[32];
 	struct sbx_err e;
-	if (!sbx_sessdir_exists(dfd, "state"))
+	if (!sbx_rundir_exists(dfd, "state"))
 		return "none";
-	ssize_t n = sbx_sessdir_read(dfd, "state", buf, sizeof buf, &e);
+	ssize_t n = sbx_rundir_read(dfd, "state", buf, sizeof buf, &e);
 	if (n > 0 && buf[n - 1] == '\n')
 		buf[--n] = '\0';
 	for (size_t i = 0; n > 0 && i < sizeof known / sizeof known[0]; i++)
@@ -241,20 +240,20 @@ static const char *state_of(int dfd)
 void sbx_supctl_status(const uint8_t *req, size_t len, struct sbx_msgw *w)
 {
 	char dir[4096];
-	int dfd = open_session(req, len, w, dir, sizeof dir);
+	int dfd = open_run_dir(req, len, w, dir, sizeof dir);
 	if (dfd < 0)
 		return;
 	struct sbx_err e;
 	/* 0 before the first run, and when it is not a number (rearm refuses that). */
 	int64_t activation = 0;
-	if (!sbx_sessdir_exists(dfd, "activation") ||
-	    sbx_sessdir_activation(dfd, &activation, &e) != 0)
+	if (!sbx_rundir_exists(dfd, "activation") ||
+	    sbx_rundir_activation(dfd, &activation, &e) != 0)
 		activation = 0;
-	int64_t size = sbx_sessdir_size(dfd, "output.log");
+	int64_t size = sbx_rundir_size(dfd, "output.log");
 	sbx_msgw_i64(w, SBX_T_STATUS, 0);
 	sbx_msgw_str(w, SBX_T_STATE, state_of(dfd));
-	sbx_msgw_i64(w, SBX_T_ALIVE, sbx_sessdir_alive(dfd));
-	sbx_msgw_i64(w, SBX_T_HAS_RECEIPT, sbx_sessdir_is_file(dfd, "receipt.json"));
+	sbx_msgw_i64(w, SBX_T_ALIVE, sbx_rundir_alive(dfd));
+	sbx_msgw_i64(w, SBX_T_HAS_RECEIPT, sbx_rundir_is_file(dfd, "receipt.json"));
 	sbx_msgw_i64(w, SBX_T_ACTIVATION, activation);
 	sbx_msgw_i64(w, SBX_T_SIZE, size > 0 ? size : 0);
 	close(dfd);
@@ -263,7 +262,7 @@ void sbx_supctl_status(const uint8_t *req, size_t len, struct sbx_msgw *w)
 void sbx_supctl_read(const uint8_t *req, size_t len, struct sbx_msgw *w)
 {
 	char dir[4096], name[32] = "";
-	int dfd = open_session(req, len, w, dir, sizeof dir);
+	int dfd = open_run_dir(req, len, w, dir, sizeof dir);
 	if (dfd < 0)
 		return;
 	struct sbx_field f;
@@ -286,7 +285,7 @@ void sbx_supctl_read(const uint8_t *req, size_t len, struct sbx_msgw *w)
 		want = READ_MAX;
 	struct stat st;
 	struct sbx_err e;
-	int fd = sbx_sessdir_open_file(dfd, name, &st, &e);
+	int fd = sbx_rundir_open_file(dfd, name, &st, &e);
 	close(dfd);
 	if (fd < 0) {
 		reply_sbx_err(w, &e);
@@ -313,12 +312,12 @@ void sbx_supctl_read(const uint8_t *req, size_t len, struct sbx_msgw *w)
 void sbx_supctl_rearm(const uint8_t *req, size_t len, struct sbx_msgw *w)
 {
 	char dir[4096];
-	int dfd = open_session(req, len, w, dir, sizeof dir);
+	int dfd = open_run_dir(req, len, w, dir, sizeof dir);
 	if (dfd < 0)
 		return;
 	close(dfd);
 	struct sbx_err e;
-	if (sbx_sessdir_rearm(dir, &e) != 0) {
+	if (sbx_rundir_rearm(dir, &e) != 0) {
 		reply_sbx_err(w, &e);
 		return;
 	}
@@ -328,12 +327,12 @@ void sbx_supctl_rearm(const uint8_t *req, size_t len, struct sbx_msgw *w)
 void sbx_supctl_close(const uint8_t *req, size_t len, struct sbx_msgw *w)
 {
 	char dir[4096];
-	int dfd = open_session(req, len, w, dir, sizeof dir);
+	int dfd = open_run_dir(req, len, w, dir, sizeof dir);
 	if (dfd < 0)
 		return;
 	struct sbx_err e;
-	int rc = sbx_sessdir_exists(dfd, "closing") ? 0
-	                                            : sbx_sessdir_write(dfd, "closing", "", 0, &e);
+	int rc =
+	        sbx_rundir_exists(dfd, "closing") ? 0 : sbx_rundir_write(dfd, "closing", "", 0, &e);
 	close(dfd);
 	if (rc != 0) {
 		reply_sbx_err(w, &e);

@@ -1,6 +1,6 @@
 /* The harness supervisor: one poll loop over signalfd, pidfd, timerfd, inotify and the output
  * pipe feeds events into one state × event table (s6 style), and the output log. Starting the
- * harness is launch.c, the session folder's files sessdir.c, finding the run's processes
+ * harness is launch.c, the run folder's files rundir.c, finding the run's processes
  * killtree.c, the command line supervise_main.c. */
 #include "supervise.h"
 
@@ -30,7 +30,7 @@
 #include "procstat.h"
 #include "receipt.h"
 #include "runas.h"
-#include "sessdir.h"
+#include "rundir.h"
 #include "launch.h"
 #include "sys.h"
 
@@ -208,7 +208,7 @@ static void pump(struct sup *s, size_t budget)
 	}
 }
 
-/* ---- the session folder's files (agent/sessdir.h) ------------------------------------------ */
+/* ---- the run folder's files (agent/rundir.h) ------------------------------------------ */
 
 static int write_at(int dirfd, const char *name, struct sbx_err *e, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
@@ -219,7 +219,7 @@ static int write_at(int dirfd, const char *name, struct sbx_err *e, const char *
 	va_start(ap, fmt);
 	int n = vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
-	return sbx_sessdir_write(dirfd, name, buf, (size_t)n, e);
+	return sbx_rundir_write(dirfd, name, buf, (size_t)n, e);
 }
 
 /* ---- killing ------------------------------------------------------------------------------ */
@@ -339,13 +339,13 @@ static void act(struct sup *s, enum action a, enum event ev)
 		     s->o->cmd.argv[0]);
 		break;
 	case A_END:
-		s->r.witnessed = 1;
+		s->r.termination_witnessed = 1;
 		break;
 	case A_SKIP:
 		set_trigger(s, ev);
 		s->r.stopped_before_launch = ev == E_STOP;
 		s->r.expired_before_launch = ev == E_EXPIRE;
-		s->r.witnessed = 1;
+		s->r.termination_witnessed = 1;
 		note(s, "%s before launch; nothing started", event_trigger(s, ev, b1, sizeof b1));
 		break;
 	case A_TERM:
@@ -387,7 +387,7 @@ static void act(struct sup *s, enum action a, enum event ev)
 		s->r.kill_rounds++;
 		break;
 	case A_FINISH:
-		s->r.witnessed = 1;
+		s->r.termination_witnessed = 1;
 		break;
 	case A_GIVE_UP:
 		if (!WEAK)
@@ -434,11 +434,11 @@ static void settle(struct sup *s)
 
 static void check_markers(struct sup *s)
 {
-	if (!s->saw_stop && sbx_sessdir_exists(s->dirfd, "stop")) {
+	if (!s->saw_stop && sbx_rundir_exists(s->dirfd, "stop")) {
 		s->saw_stop = 1;
 		dispatch(s, E_STOP);
 	}
-	if (!s->saw_expire && sbx_sessdir_exists(s->dirfd, "expire")) {
+	if (!s->saw_expire && sbx_rundir_exists(s->dirfd, "expire")) {
 		s->saw_expire = 1;
 		dispatch(s, E_EXPIRE);
 	}
@@ -672,21 +672,21 @@ static int setup(struct sup *s, const sigset_t *mask)
 		fail(s, 0, "no harness argv");
 		return -1;
 	}
-	s->dirfd = sbx_sessdir_open(dir, 1, &e);
+	s->dirfd = sbx_rundir_open(dir, 1, &e);
 	if (s->dirfd < 0) {
 		s->no_files = 1;
 		goto fail;
 	}
-	if (sbx_sessdir_exists(s->dirfd, "receipt.json") || sbx_sessdir_alive(s->dirfd)) {
+	if (sbx_rundir_exists(s->dirfd, "receipt.json") || sbx_rundir_alive(s->dirfd)) {
 		s->no_files = 1; /* never overwrite a finished (or running) activation */
-		fail(s, 0, "session %s already has a run: rearm it first", dir);
+		fail(s, 0, "run folder %s already has a run: rearm it first", dir);
 		return -1;
 	}
-	if (sbx_sessdir_activation(s->dirfd, &s->r.activation, &e) != 0 ||
-	    (!sbx_sessdir_exists(s->dirfd, "activation") &&
+	if (sbx_rundir_activation(s->dirfd, &s->r.activation, &e) != 0 ||
+	    (!sbx_rundir_exists(s->dirfd, "activation") &&
 	     write_at(s->dirfd, "activation", &e, "1\n") != 0))
 		goto fail;
-	if ((s->logfd = sbx_sessdir_create(s->dirfd, "output.log", &e)) < 0)
+	if ((s->logfd = sbx_rundir_create(s->dirfd, "output.log", &e)) < 0)
 		goto fail;
 	/* Subreaper first: from here every orphan of the run stays in our tree. Not dumpable:
 	 * a same-uid harness cannot read the key out of our memory. */
@@ -725,10 +725,10 @@ static int setup(struct sup *s, const sigset_t *mask)
 	            0 ||
 	    write_at(s->dirfd, "state", &e, "launching\n") != 0)
 		goto fail;
-	/* Held until we exit: sbx_sessdir_alive's witness. Close-on-exec and closed in the harness
+	/* Held until we exit: sbx_rundir_alive's witness. Close-on-exec and closed in the harness
 	 * before exec, so no descendant keeps it. */
 	struct stat pst;
-	s->lockfd = sbx_sessdir_open_file(s->dirfd, "supervisor.pid", &pst, &e);
+	s->lockfd = sbx_rundir_open_file(s->dirfd, "supervisor.pid", &pst, &e);
 	if (s->lockfd < 0)
 		goto fail;
 	/* Blocking: a status check may hold a shared lock on it for a moment. */
@@ -768,10 +768,10 @@ static int finish(struct sup *s)
 		status = r->timed_out ? 124 : 128 + r->exit_value;
 	}
 	r->status = status;
-	if (!s->no_files && sbx_sessdir_exists(s->dirfd, "expire")) {
+	if (!s->no_files && sbx_rundir_exists(s->dirfd, "expire")) {
 		struct sbx_err ignored; /* an expire that is no regular file has no reason */
-		ssize_t n = sbx_sessdir_read(s->dirfd, "expire", r->expire_reason,
-		                             sizeof r->expire_reason, &ignored);
+		ssize_t n = sbx_rundir_read(s->dirfd, "expire", r->expire_reason,
+		                            sizeof r->expire_reason, &ignored);
 		while (n > 0 &&
 		       (r->expire_reason[n - 1] == '\n' || r->expire_reason[n - 1] == '\r'))
 			r->expire_reason[--n] = '\0';
@@ -782,7 +782,8 @@ static int finish(struct sup *s)
 	        sbx_oom_attribute(r->oom_kills, s->harness_sigkilled, s->desc_sigkilled);
 	if (s->logfd >= 0)
 		note(s, "done: trigger %s, status %d, kill rounds %d, termination %s", r->trigger,
-		     status, r->kill_rounds, r->witnessed ? "witnessed" : "NOT witnessed");
+		     status, r->kill_rounds,
+		     r->termination_witnessed ? "witnessed" : "NOT witnessed");
 	if (r->started_at_ns == 0) { /* nothing launched: the run's span is the supervisor's */
 		r->started_at_ns = sbx_wall_ns() - (sbx_now_ns() - s->t0_mono);
 		s->start_mono = s->t0_mono;
@@ -823,7 +824,7 @@ int sbx_supervise(const struct sbx_sup_opts *o)
 	s.grace_ms = o->grace_ms < 0 ? DEFAULT_GRACE_MS : o->grace_ms;
 	s.log_max = o->log_max <= 0 ? DEFAULT_LOG_MAX : o->log_max;
 	s.t0_mono = sbx_now_ns();
-	s.r.session = o->dir != NULL ? o->dir : "";
+	s.r.run_dir = o->dir != NULL ? o->dir : "";
 	s.r.activation = 1;
 	make_nonce(s.r.nonce);
 	s.kt.self = getpid();

@@ -1,4 +1,4 @@
-/* The harness supervisor: runs one activation of a harness in a session folder under a
+/* The harness supervisor: runs one activation of a harness in a run folder under a
  * deadline, watches stop/expire markers, terminates everything the run started, and writes a
  * signed receipt. `sbx-agent supervise` is its command line. */
 #ifndef SBX_AGENT_SUPERVISE_H
@@ -11,7 +11,7 @@
 #include "err.h"
 
 struct sbx_sup_opts {
-	const char *dir;    /* session folder */
+	const char *dir;    /* run folder */
 	struct sbx_cmd cmd; /* the harness; user NULL: the supervisor's; timeout from launch */
 	int64_t grace_ms;   /* SIGTERM -> SIGKILL grace; 5000 when < 0 */
 	int64_t log_max;    /* max bytes of output.log; 16 MiB when <= 0 */

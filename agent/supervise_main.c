@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "digest.h"
-#include "sessdir.h"
+#include "rundir.h"
 #include "supervise.h"
 
 /* Why, then the usage; 125: never a status a harness could have produced by itself. */
@@ -21,10 +21,10 @@ static int usage(const char *fmt, ...)
 	fputs("sbx-agent supervise: ", stderr);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fputs("\nusage: sbx-agent supervise --session DIR [--timeout S] [--grace S] "
+	fputs("\nusage: sbx-agent supervise --run-dir DIR [--timeout S] [--grace S] "
 	      "[--log-max BYTES] [--user U] [--cwd D] [--env K=V]... [--env-clear] "
 	      "[--key-hex HEX | --key-fd FD] -- ARGV...\n"
-	      "       sbx-agent supervise --rearm --session DIR\n",
+	      "       sbx-agent supervise --rearm --run-dir DIR\n",
 	      stderr);
 	return 125;
 }
@@ -96,7 +96,7 @@ static int parse(int argc, char **argv, struct sbx_sup_opts *o, char **env, int 
 			return usage("%s needs a value", a), -1;
 		i++;
 		char *end;
-		if (strcmp(a, "--session") == 0) {
+		if (strcmp(a, "--run-dir") == 0) {
 			o->dir = v;
 		} else if (strcmp(a, "--timeout") == 0 || strcmp(a, "--grace") == 0) {
 			if (parse_seconds(v, a[2] == 't' ? &o->cmd.timeout_ms : &o->grace_ms) != 0)
@@ -140,10 +140,10 @@ int sbx_supervise_main(int argc, char **argv)
 	if (i < 0) {
 		/* printed */
 	} else if (o.dir == NULL) {
-		usage("--session DIR is required");
+		usage("--run-dir DIR is required");
 	} else if (rearm) {
 		struct sbx_err e;
-		status = sbx_sessdir_rearm(o.dir, &e) == 0 ? 0 : 1;
+		status = sbx_rundir_rearm(o.dir, &e) == 0 ? 0 : 1;
 		if (status != 0)
 			fprintf(stderr, "sbx-agent supervise: %s\n", e.msg);
 	} else if (i >= argc) {

@@ -42,7 +42,7 @@ def exec_answer(stream, out=b"hi\n"):
     return b + frame(A.RESPONSE, stream, A.ok().i64("OUTCOME", 0).i64("CODE", 0).i64("PID", 9))
 
 
-RECEIPT = b'{"version":1,"trigger":"exit","status":0,"launched":true,"termination_witnessed":true}\n'
+RECEIPT = b'{"version":2,"trigger":"exit","status":0,"launched":true,"termination_witnessed":true}\n'
 
 
 def download(stream, tar):

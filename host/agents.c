@@ -68,7 +68,7 @@ int sbx_agent_selftest(const char *agent_dir, const char *arch, int force_qemu,
 	char *argv_native[] = {path, "selftest", NULL};
 	char *argv_qemu[] = {(char *)a->qemu, path, "selftest", NULL};
 	/* Emulated riscv64/s390x are slow at a million-byte hash; a minute is generous. */
-	if (sbx_run_capture(r->via_qemu ? argv_qemu : argv_native, 60.0, 64 * 1024, &r->proc, e) !=
+	if (sbx_proc_capture(r->via_qemu ? argv_qemu : argv_native, 60.0, 64 * 1024, &r->proc, e) !=
 	    0)
 		return -1;
 	r->passed = r->proc.how == SBX_PROC_EXITED && r->proc.code == 0 &&

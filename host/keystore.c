@@ -135,7 +135,7 @@ int sbx_session_trust_for(struct sbx_session *s, const char *spec, int boundary,
 	return rc;
 }
 
-int sbx_runkey_path(const char *channel, const char *session, char *out, size_t cap,
+int sbx_runkey_path(const char *channel, const char *run_dir, char *out, size_t cap,
                     struct sbx_err *e)
 {
 	char dir[4096];
@@ -145,7 +145,7 @@ int sbx_runkey_path(const char *channel, const char *session, char *out, size_t 
 	sbx_sha256_init(&h);
 	sbx_sha256_update(&h, channel, strlen(channel));
 	sbx_sha256_update(&h, "\n", 1);
-	sbx_sha256_update(&h, session, strlen(session));
+	sbx_sha256_update(&h, run_dir, strlen(run_dir));
 	uint8_t d[SBX_SHA256_LEN];
 	char hex[SBX_SHA256_HEX_LEN];
 	sbx_sha256_final(&h, d);

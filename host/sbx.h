@@ -49,8 +49,8 @@ struct sbx_proc_result {
  * output up to out_cap bytes; kills its process group with SIGKILL when timeout_s passes
  * (TIMED_OUT). Fails with SBX_EUNAVAILABLE when it cannot start (127/126 from exec are
  * reported as EXITED, like a shell would). */
-int sbx_run_capture(char *const argv[], double timeout_s, size_t out_cap, struct sbx_proc_result *r,
-                    struct sbx_err *e);
+int sbx_proc_capture(char *const argv[], double timeout_s, size_t out_cap,
+                     struct sbx_proc_result *r, struct sbx_err *e);
 
 /* ---- agent self-test ------------------------------------------------------------------- */
 
@@ -155,9 +155,9 @@ int sbx_secret_new(const char *identity, uint8_t secret[SBX_SECRET_LEN], struct 
 int sbx_secret_forget(const char *identity, struct sbx_err *e);
 
 /* A run's receipt key kept for later processes (sbx receipt, sbx stop): the file for a channel
- * spec and a session folder in the key folder (named by a digest of both), and reading and
+ * spec and a run folder in the key folder (named by a digest of both), and reading and
  * writing one (0600, a fresh file each run). */
-int sbx_runkey_path(const char *channel, const char *session, char *out, size_t cap,
+int sbx_runkey_path(const char *channel, const char *run_dir, char *out, size_t cap,
                     struct sbx_err *e);
 int sbx_runkey_load(const char *path, uint8_t key[32], struct sbx_err *e);
 int sbx_runkey_save(const char *path, const uint8_t key[32], struct sbx_err *e);
@@ -343,14 +343,14 @@ int sbx_upload_archive(struct sbx_session *s, const char *archive, enum sbx_kind
 
 /* ---- harness supervision ------------------------------------------------------------------
  *
- * A supervisor in the sandbox owns one harness run in a session folder (root-owned 0700): it
+ * A supervisor in the sandbox owns one harness run in a run folder (root-owned 0700): it
  * launches the harness in its own session and process group as its subreaper, keeps the
  * deadline even when this connection goes away, and on harness exit, deadline, expire, stop or
  * a signal terminates every process of the run and writes a receipt (JSON, one line) signed
  * with HMAC-SHA256 under a key only it and the host hold. See docs/supervision.md. */
 
 struct sbx_run_opts {
-	const char *session; /* absolute session folder in the sandbox */
+	const char *run_dir; /* absolute run folder in the sandbox */
 	char *const *argv;   /* the harness */
 	char *const *env;    /* "K=V" over the inherited environment */
 	int env_clear;
@@ -372,12 +372,12 @@ int sbx_run_start(struct sbx_session *s, const struct sbx_run_opts *o, int64_t *
                   uint8_t key[SBX_RUN_KEY_LEN], struct sbx_err *e);
 
 /* Cancellation (graded as such). Always accepted; the supervisor acts within milliseconds. */
-int sbx_run_stop(struct sbx_session *s, const char *session, struct sbx_err *e);
+int sbx_run_stop(struct sbx_session *s, const char *run_dir, struct sbx_err *e);
 
 /* Ends the run as at its time limit (graded as timeout); before launch the harness never
  * starts (expired_before_launch). *placed (may be NULL) is 0 when the run had already
  * finished or was already expired, like the reference's expire returning False. */
-int sbx_run_expire(struct sbx_session *s, const char *session, const char *reason, int *placed,
+int sbx_run_expire(struct sbx_session *s, const char *run_dir, const char *reason, int *placed,
                    struct sbx_err *e);
 
 struct sbx_run_status {
@@ -387,12 +387,12 @@ struct sbx_run_status {
 	int64_t activation;
 	int64_t log_size;
 };
-int sbx_run_status(struct sbx_session *s, const char *session, struct sbx_run_status *st,
+int sbx_run_status(struct sbx_session *s, const char *run_dir, struct sbx_run_status *st,
                    struct sbx_err *e);
 
 /* Up to max bytes of "output.log", "receipt.json" or "receipt.sig" from offset; *data is
  * malloc'd (NUL-terminated), *size the file's size now. */
-int sbx_run_read(struct sbx_session *s, const char *session, const char *name, int64_t offset,
+int sbx_run_read(struct sbx_session *s, const char *run_dir, const char *name, int64_t offset,
                  size_t max, char **data, size_t *len, int64_t *size, struct sbx_err *e);
 
 struct sbx_receipt {
@@ -409,19 +409,19 @@ struct sbx_receipt {
 void sbx_receipt_free(struct sbx_receipt *r);
 
 /* Fetches the receipt now and verifies it with key (SBX_EUSAGE when there is none yet). */
-int sbx_run_receipt(struct sbx_session *s, const char *session, const uint8_t *key, size_t key_len,
+int sbx_run_receipt(struct sbx_session *s, const char *run_dir, const uint8_t *key, size_t key_len,
                     struct sbx_receipt *r, struct sbx_err *e);
 
 /* Waits until the receipt exists and the supervisor has gone (at most timeout_s; <= 0: no
  * limit but the session's keepalive), then fetches and verifies it. */
-int sbx_run_wait(struct sbx_session *s, const char *session, const uint8_t *key, size_t key_len,
+int sbx_run_wait(struct sbx_session *s, const char *run_dir, const uint8_t *key, size_t key_len,
                  double timeout_s, struct sbx_receipt *r, struct sbx_err *e);
 
 /* begin_activation: rearm a finished session for a new run in the same folder. */
-int sbx_run_rearm(struct sbx_session *s, const char *session, struct sbx_err *e);
+int sbx_run_rearm(struct sbx_session *s, const char *run_dir, struct sbx_err *e);
 
 /* Marks the session closing: no later activation is accepted. */
-int sbx_run_close(struct sbx_session *s, const char *session, struct sbx_err *e);
+int sbx_run_close(struct sbx_session *s, const char *run_dir, struct sbx_err *e);
 
 /* Parses and verifies receipt bytes (exported for tests and file-only providers). */
 int sbx_receipt_parse(const char *json, size_t len, const char *sig_hex, const uint8_t *key,
@@ -435,57 +435,58 @@ int sbx_receipt_parse(const char *json, size_t len, const char *sig_hex, const u
  * witnessed (or nothing launched), even when execution failed; close is idempotent and
  * retryable and each of its phases is bounded; a closing session accepts no activation. */
 
-struct sbx_hs;
+struct sbx_harness;
 
 /* Fills o (argv, env, cwd, user, timeout, ...) for the activation; o->session and the key
- * are set by sbx_hs. Return 0, or -1 with *e to abandon the launch. */
-typedef int (*sbx_stage_fn)(void *ctx, struct sbx_run_opts *o, struct sbx_err *e);
+ * are set by sbx_harness. Return 0, or -1 with *e to abandon the launch. */
+typedef int (*sbx_prepare_fn)(void *ctx, struct sbx_run_opts *o, struct sbx_err *e);
 /* Copies artifacts out (e.g. with transfers); called only after cleanup is confirmed. */
-typedef int (*sbx_collect_fn)(void *ctx, struct sbx_hs *hs, struct sbx_err *e);
+typedef int (*sbx_collect_fn)(void *ctx, struct sbx_harness *hs, struct sbx_err *e);
 
 /* A harness session on folder session_dir; a fresh random receipt key is made for it. */
-int sbx_hs_open(struct sbx_hs **out, struct sbx_session *s, const char *session_dir,
-                struct sbx_err *e);
-void sbx_hs_free(struct sbx_hs *hs);
+int sbx_harness_open(struct sbx_harness **out, struct sbx_session *s, const char *session_dir,
+                     struct sbx_err *e);
+void sbx_harness_free(struct sbx_harness *hs);
 
-/* Runs one activation: stage, launch, wait for the receipt (timeout_s: the harness's own
+/* Runs one activation: prepare, launch, wait for the receipt (timeout_s: the harness's own
  * deadline, enforced by the supervisor; the wait adds the grace and close_timeout_s), then
  * collect. Returns 0 when the activation ran to a verified receipt (the harness's status is in
- * sbx_hs_receipt); -1 with *e otherwise — artifacts are still collected when termination was
- * confirmed, and a collect failure is kept apart (sbx_hs_capture_error). */
-int sbx_hs_execute(struct sbx_hs *hs, sbx_stage_fn stage, sbx_collect_fn collect, void *ctx,
-                   double timeout_s, double close_timeout_s, struct sbx_err *e);
+ * sbx_harness_receipt); -1 with *e otherwise — artifacts are still collected when termination was
+ * confirmed, and a collect failure is kept apart (sbx_harness_capture_error). */
+int sbx_harness_execute(struct sbx_harness *hs, sbx_prepare_fn prepare, sbx_collect_fn collect,
+                        void *ctx, double timeout_s, double close_timeout_s, struct sbx_err *e);
 
 /* Cancellation; confirms termination within timeout_s. */
-int sbx_hs_stop_harness(struct sbx_hs *hs, double timeout_s, struct sbx_err *e);
+int sbx_harness_stop(struct sbx_harness *hs, double timeout_s, struct sbx_err *e);
 
 /* As at its time limit (graded as timeout). *accepted is 0 when the activation already
  * finished, the session is closing, or expiry was already requested. Before launch it keeps
  * the harness from starting (expired_before_launch). */
-int sbx_hs_expire(struct sbx_hs *hs, double timeout_s, const char *reason, int *accepted,
-                  struct sbx_err *e);
+int sbx_harness_expire(struct sbx_harness *hs, double timeout_s, const char *reason, int *accepted,
+                       struct sbx_err *e);
 
 /* The combined supervisor/harness log as it is when the call starts (malloc'd,
  * NUL-terminated); a log larger than SBX_HS_LOG_MAX is refused (read it by offsets with
  * sbx_run_read). */
 #define SBX_HS_LOG_MAX (64 << 20)
-int sbx_hs_read_output_log(struct sbx_hs *hs, char **text, size_t *len, struct sbx_err *e);
+int sbx_harness_read_output_log(struct sbx_harness *hs, char **text, size_t *len,
+                                struct sbx_err *e);
 
 /* Rearms a finished activation with fresh supervisor files in the same folder. */
-int sbx_hs_begin_activation(struct sbx_hs *hs, double timeout_s, struct sbx_err *e);
+int sbx_harness_begin_activation(struct sbx_harness *hs, double timeout_s, struct sbx_err *e);
 
 /* Stops what runs (bounded), fences later activations, releases. Idempotent; after a
  * failure it may be called again. */
-int sbx_hs_close(struct sbx_hs *hs, double timeout_s, struct sbx_err *e);
+int sbx_harness_close(struct sbx_harness *hs, double timeout_s, struct sbx_err *e);
 
-struct sbx_hs_state {
+struct sbx_harness_state {
 	int launch_started, expired, expired_before_launch, cleanup_confirmed;
 	int closing, closed, capture_attempted, capture_failed;
 };
-void sbx_hs_state(const struct sbx_hs *hs, struct sbx_hs_state *st);
+void sbx_harness_state(const struct sbx_harness *hs, struct sbx_harness_state *st);
 /* The last verified receipt, or NULL. */
-const struct sbx_receipt *sbx_hs_receipt(const struct sbx_hs *hs);
-const struct sbx_err *sbx_hs_capture_error(const struct sbx_hs *hs);
+const struct sbx_receipt *sbx_harness_receipt(const struct sbx_harness *hs);
+const struct sbx_err *sbx_harness_capture_error(const struct sbx_harness *hs);
 
 /* ---- shell_assignments ------------------------------------------------------------------ */
 

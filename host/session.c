@@ -126,7 +126,7 @@ static int flush(struct sbx_session *s, struct sbx_err *e)
 		return 0;
 	int rc, err;
 	if (s->sigpipe_ignored) {
-		rc = sbx_stage_out(&s->stage, &s->out, s->to_fd);
+		rc = sbx_splice_out(&s->stage, &s->out, s->to_fd);
 		err = errno;
 	} else {
 		sigset_t pipe_set, old, pending;
@@ -135,7 +135,7 @@ static int flush(struct sbx_session *s, struct sbx_err *e)
 		sigpending(&pending);
 		int was_pending = sigismember(&pending, SIGPIPE);
 		pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-		rc = sbx_stage_out(&s->stage, &s->out, s->to_fd);
+		rc = sbx_splice_out(&s->stage, &s->out, s->to_fd);
 		err = errno;
 		if (rc != 0 && err == EPIPE && !was_pending) {
 			struct timespec zero = {0, 0};
@@ -449,19 +449,19 @@ static void read_stdin_fd(struct sbx_session *s, struct sbx_stream *p)
 	 * given as stdin); else read below. */
 	if (!s->stage_tried) {
 		s->stage_tried = 1;
-		sbx_stage_open(&s->stage, s->to_fd);
+		sbx_splice_open(&s->stage, s->to_fd);
 	}
-	if (sbx_stage_full(&s->stage, &s->out)) {
+	if (sbx_splice_full(&s->stage, &s->out)) {
 		p->tx_in.avail += room; /* polled again once the stage has moved on */
 		return;
 	}
-	ssize_t staged = sbx_stage_in(&s->stage, &s->out, p->opts->stdin_fd, (size_t)room, p->id,
-	                              SBX_CH_STDIN);
+	ssize_t staged = sbx_splice_in(&s->stage, &s->out, p->opts->stdin_fd, (size_t)room, p->id,
+	                               SBX_CH_STDIN);
 	if (staged > 0) {
 		p->tx_in.avail += room - (uint64_t)staged;
 		return;
 	}
-	if (staged == SBX_STAGE_LOST) {
+	if (staged == SBX_SPLICE_LOST) {
 		p->tx_in.avail += room;
 		breaks(s, NULL, SBX_EUNAVAILABLE, ENOMEM, "queueing stdin%s", "");
 		return;
@@ -512,7 +512,7 @@ int sbx_pump(struct sbx_session *s, int64_t deadline_ns, struct sbx_err *e)
 		if (p->kind == SBX_STREAM_EXEC && !p->stdin_done && p->opts->stdin_data == NULL &&
 		    p->opts->stdin_fd >= 0 && p->tx_in.avail > 0 &&
 		    s->out.bulk_bytes < BULK_LIMIT &&
-		    (!s->stage_tried || !sbx_stage_full(&s->stage, &s->out))) {
+		    (!s->stage_tried || !sbx_splice_full(&s->stage, &s->out))) {
 			pfd[n] = (struct pollfd){.fd = p->opts->stdin_fd, .events = POLLIN};
 			owner[n++] = p;
 		}
@@ -767,7 +767,7 @@ void sbx_session_close(struct sbx_session *s)
 		return;
 	if (s->to_fd >= 0)
 		close(s->to_fd);
-	sbx_stage_close(&s->stage);
+	sbx_splice_close(&s->stage);
 	if (s->life_in >= 0)
 		close(s->life_in);
 	if (s->life_out >= 0)

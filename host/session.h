@@ -12,7 +12,7 @@
 #include "outq.h"
 #include "proto.h"
 #include "sbx.h"
-#include "stage.h"
+#include "splice.h"
 #include "channel.h"
 #include "sys.h"
 #include "trust.h"
@@ -52,9 +52,9 @@ struct sbx_session {
 	uint8_t *decbuf;
 	uint8_t *rbuf; /* SBX_SESSION_RBUF bytes: what one read of the channel takes */
 	struct sbx_outq out;
-	/* A stream's stdin on to to_fd without a copy (stage.h), opened when first needed
+	/* A stream's stdin on to to_fd without a copy (splice.h), opened when first needed
 	 * (stage_tried: asked once). */
-	struct sbx_stage stage;
+	struct sbx_splice stage;
 	int stage_tried;
 	struct sbx_hello hello;
 	int have_hello;
@@ -107,5 +107,15 @@ double sbx_session_timeout(const struct sbx_session *s);
  * Wait with sbx_wait_stream, read p->resp, free with sbx_stream_free. */
 int sbx_job_start(struct sbx_session *s, const uint8_t *req, size_t len,
                   const struct sbx_exec_opts *o, struct sbx_stream **out, struct sbx_err *e);
+
+/* Sockets inside a sandbox (host/sock.c): sock in the folder dir (absolute, as the sandbox sees
+ * it) of the sandbox of process pid, the folder resolved inside the sandbox's root (openat2
+ * RESOLVE_IN_ROOT through /proc/PID/root): the connected socket (non-blocking), or -1 with e;
+ * the listener's pid of a connected unix socket (0 unknown); whether two processes share a pid
+ * namespace; 1 MiB socket buffers each way (best effort). */
+int sbx_connect_in(pid_t pid, const char *dir, const char *sock, struct sbx_err *e);
+pid_t sbx_listener(int c);
+int sbx_same_pidns(pid_t a, pid_t b);
+void sbx_big_buffers(int c);
 
 #endif

@@ -22,8 +22,8 @@ void sbx_run_opts_init(struct sbx_run_opts *o)
 int sbx_run_start(struct sbx_session *s, const struct sbx_run_opts *o, int64_t *pid,
                   uint8_t key[SBX_RUN_KEY_LEN], struct sbx_err *e)
 {
-	if (o->session == NULL || o->session[0] != '/')
-		return sbx_err_set(e, SBX_EUSAGE, 0, "run needs an absolute session folder");
+	if (o->run_dir == NULL || o->run_dir[0] != '/')
+		return sbx_err_set(e, SBX_EUSAGE, 0, "run needs an absolute run folder");
 	if (o->argv == NULL || o->argv[0] == NULL)
 		return sbx_err_set(e, SBX_EUSAGE, 0, "run needs a harness argv");
 	/* The run's key is derived from the sandbox's secret: only a keeper that proved it holds
@@ -37,11 +37,11 @@ int sbx_run_start(struct sbx_session *s, const struct sbx_run_opts *o, int64_t *
 	if (getrandom(nonce, sizeof nonce, 0) != (ssize_t)sizeof nonce)
 		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "getrandom");
 	struct sbx_msgw w;
-	uint8_t *b = sbx_req_buf(256 + strlen(o->session) + sbx_cmd_size(&c), &w, e);
+	uint8_t *b = sbx_req_buf(256 + strlen(o->run_dir) + sbx_cmd_size(&c), &w, e);
 	if (b == NULL)
 		return -1;
 	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_SUP_RUN);
-	sbx_msgw_str(&w, SBX_T_SESSION, o->session);
+	sbx_msgw_str(&w, SBX_T_RUN_DIR, o->run_dir);
 	sbx_cmd_write(&w, &c);
 	if (o->grace_s >= 0)
 		sbx_msgw_i64(&w, SBX_T_GRACE_MS, (int64_t)(o->grace_s * 1000 + 0.5));
@@ -70,20 +70,20 @@ int sbx_run_start(struct sbx_session *s, const struct sbx_run_opts *o, int64_t *
 	return 0;
 }
 
-/* A request that names only the session folder (and maybe a kind and a message). */
-static int simple(struct sbx_session *s, int op, const char *session, const char *name,
+/* A request that names only the run folder (and maybe a kind and a message). */
+static int simple(struct sbx_session *s, int op, const char *run_dir, const char *name,
                   const char *msg, struct sbx_stream **out, struct sbx_err *e)
 {
 	*out = NULL;
-	if (session == NULL || session[0] == '\0')
-		return sbx_err_set(e, SBX_EUSAGE, 0, "no session folder");
+	if (run_dir == NULL || run_dir[0] == '\0')
+		return sbx_err_set(e, SBX_EUSAGE, 0, "no run folder");
 	struct sbx_msgw w;
 	uint8_t *b = sbx_req_buf(
-	        128 + strlen(session) + (name ? strlen(name) : 0) + (msg ? strlen(msg) : 0), &w, e);
+	        128 + strlen(run_dir) + (name ? strlen(name) : 0) + (msg ? strlen(msg) : 0), &w, e);
 	if (b == NULL)
 		return -1;
 	sbx_msgw_i64(&w, SBX_T_OP, op);
-	sbx_msgw_str(&w, SBX_T_SESSION, session);
+	sbx_msgw_str(&w, SBX_T_RUN_DIR, run_dir);
 	if (name != NULL)
 		sbx_msgw_str(&w, SBX_T_NAME, name);
 	if (msg != NULL)
@@ -93,20 +93,20 @@ static int simple(struct sbx_session *s, int op, const char *session, const char
 	return rc;
 }
 
-int sbx_run_stop(struct sbx_session *s, const char *session, struct sbx_err *e)
+int sbx_run_stop(struct sbx_session *s, const char *run_dir, struct sbx_err *e)
 {
 	struct sbx_stream *p;
-	if (simple(s, SBX_OP_SUP_SIGNAL, session, "stop", NULL, &p, e) != 0)
+	if (simple(s, SBX_OP_SUP_SIGNAL, run_dir, "stop", NULL, &p, e) != 0)
 		return -1;
 	sbx_stream_free(s, p);
 	return 0;
 }
 
-int sbx_run_expire(struct sbx_session *s, const char *session, const char *reason, int *placed,
+int sbx_run_expire(struct sbx_session *s, const char *run_dir, const char *reason, int *placed,
                    struct sbx_err *e)
 {
 	struct sbx_stream *p;
-	if (simple(s, SBX_OP_SUP_SIGNAL, session, "expire", reason ? reason : "", &p, e) != 0)
+	if (simple(s, SBX_OP_SUP_SIGNAL, run_dir, "expire", reason ? reason : "", &p, e) != 0)
 		return -1;
 	struct sbx_field f;
 	int64_t v = 1;
@@ -118,12 +118,12 @@ int sbx_run_expire(struct sbx_session *s, const char *session, const char *reaso
 	return 0;
 }
 
-int sbx_run_status(struct sbx_session *s, const char *session, struct sbx_run_status *st,
+int sbx_run_status(struct sbx_session *s, const char *run_dir, struct sbx_run_status *st,
                    struct sbx_err *e)
 {
 	memset(st, 0, sizeof *st);
 	struct sbx_stream *p;
-	if (simple(s, SBX_OP_SUP_STATUS, session, NULL, NULL, &p, e) != 0)
+	if (simple(s, SBX_OP_SUP_STATUS, run_dir, NULL, NULL, &p, e) != 0)
 		return -1;
 	struct sbx_msgr r;
 	struct sbx_field f;
@@ -146,17 +146,17 @@ int sbx_run_status(struct sbx_session *s, const char *session, struct sbx_run_st
 	return 0;
 }
 
-int sbx_run_read(struct sbx_session *s, const char *session, const char *name, int64_t offset,
+int sbx_run_read(struct sbx_session *s, const char *run_dir, const char *name, int64_t offset,
                  size_t max, char **data, size_t *len, int64_t *size, struct sbx_err *e)
 {
 	*data = NULL;
 	*len = 0;
 	struct sbx_msgw w;
-	uint8_t *b = sbx_req_buf(128 + strlen(session) + strlen(name), &w, e);
+	uint8_t *b = sbx_req_buf(128 + strlen(run_dir) + strlen(name), &w, e);
 	if (b == NULL)
 		return -1;
 	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_SUP_READ);
-	sbx_msgw_str(&w, SBX_T_SESSION, session);
+	sbx_msgw_str(&w, SBX_T_RUN_DIR, run_dir);
 	sbx_msgw_str(&w, SBX_T_NAME, name);
 	sbx_msgw_i64(&w, SBX_T_OFFSET, offset);
 	sbx_msgw_i64(&w, SBX_T_LENGTH, (int64_t)max);
@@ -228,9 +228,9 @@ int sbx_receipt_parse(const char *json, size_t len, const char *sig_hex, const u
 		body--;
 	if (sbx_json_parse(json, body, &j, e) != 0)
 		return sbx_err_set(e, SBX_EPROTOCOL, 0, "the receipt is not JSON: %s", e->msg);
-	if (j->type != SBX_JSON_OBJECT || jint(j, "version", 0) != 1) {
+	if (j->type != SBX_JSON_OBJECT || jint(j, "version", 0) != 2) {
 		sbx_json_free(j);
-		return sbx_err_set(e, SBX_EPROTOCOL, 0, "not a version 1 receipt");
+		return sbx_err_set(e, SBX_EPROTOCOL, 0, "not a version 2 receipt");
 	}
 	r->json = malloc(len + 1);
 	if (r->json == NULL) {
@@ -274,14 +274,14 @@ int sbx_receipt_parse(const char *json, size_t len, const char *sig_hex, const u
 	return 0;
 }
 
-int sbx_run_receipt(struct sbx_session *s, const char *session, const uint8_t *key, size_t key_len,
+int sbx_run_receipt(struct sbx_session *s, const char *run_dir, const uint8_t *key, size_t key_len,
                     struct sbx_receipt *r, struct sbx_err *e)
 {
 	memset(r, 0, sizeof *r);
 	char *json, *sig = NULL;
 	size_t jl, sl = 0;
 	int64_t size;
-	if (sbx_run_read(s, session, "receipt.json", 0, 256 * 1024, &json, &jl, &size, e) != 0)
+	if (sbx_run_read(s, run_dir, "receipt.json", 0, 256 * 1024, &json, &jl, &size, e) != 0)
 		return -1;
 	if (size > (int64_t)jl) {
 		free(json);
@@ -289,14 +289,14 @@ int sbx_run_receipt(struct sbx_session *s, const char *session, const uint8_t *k
 	}
 	struct sbx_err ignored;
 	if (key_len > 0)
-		sbx_run_read(s, session, "receipt.sig", 0, 256, &sig, &sl, NULL, &ignored);
+		sbx_run_read(s, run_dir, "receipt.sig", 0, 256, &sig, &sl, NULL, &ignored);
 	int rc = sbx_receipt_parse(json, jl, sig, key, key_len, r, e);
 	free(json);
 	free(sig);
 	return rc;
 }
 
-int sbx_run_wait(struct sbx_session *s, const char *session, const uint8_t *key, size_t key_len,
+int sbx_run_wait(struct sbx_session *s, const char *run_dir, const uint8_t *key, size_t key_len,
                  double timeout_s, struct sbx_receipt *r, struct sbx_err *e)
 {
 	memset(r, 0, sizeof *r);
@@ -305,10 +305,10 @@ int sbx_run_wait(struct sbx_session *s, const char *session, const uint8_t *key,
 	int64_t nap = 1000000, dead_since = 0;
 	for (;;) {
 		struct sbx_run_status st;
-		if (sbx_run_status(s, session, &st, e) != 0)
+		if (sbx_run_status(s, run_dir, &st, e) != 0)
 			return -1;
 		if (st.has_receipt && !st.alive)
-			return sbx_run_receipt(s, session, key, key_len, r, e);
+			return sbx_run_receipt(s, run_dir, key, key_len, r, e);
 		/* Gone without a receipt (killed by the harness, or the sandbox's OOM killer): once
 		 * that has held for 200 ms (a starting supervisor has written its state but not yet
 		 * taken its lock; 2 s before any state), nothing about the run is proven. */
@@ -322,13 +322,13 @@ int sbx_run_wait(struct sbx_session *s, const char *session, const uint8_t *key,
 				        e, SBX_ETRANSFER, 0,
 				        "the supervisor of %s died without a receipt (state %s): "
 				        "nothing is proven about the run's processes",
-				        session, st.state);
+				        run_dir, st.state);
 		} else {
 			dead_since = 0;
 		}
 		if (sbx_now_ns() >= end)
 			return sbx_err_set(e, SBX_EUNAVAILABLE, ETIMEDOUT,
-			                   "no receipt in %s within %.1f s (state %s)", session,
+			                   "no receipt in %s within %.1f s (state %s)", run_dir,
 			                   timeout_s, st.state);
 		/* Keep the channel serviced while we wait. */
 		int64_t until = sbx_now_ns() + nap;
@@ -340,19 +340,19 @@ int sbx_run_wait(struct sbx_session *s, const char *session, const uint8_t *key,
 	}
 }
 
-int sbx_run_rearm(struct sbx_session *s, const char *session, struct sbx_err *e)
+int sbx_run_rearm(struct sbx_session *s, const char *run_dir, struct sbx_err *e)
 {
 	struct sbx_stream *p;
-	if (simple(s, SBX_OP_SUP_REARM, session, NULL, NULL, &p, e) != 0)
+	if (simple(s, SBX_OP_SUP_REARM, run_dir, NULL, NULL, &p, e) != 0)
 		return -1;
 	sbx_stream_free(s, p);
 	return 0;
 }
 
-int sbx_run_close(struct sbx_session *s, const char *session, struct sbx_err *e)
+int sbx_run_close(struct sbx_session *s, const char *run_dir, struct sbx_err *e)
 {
 	struct sbx_stream *p;
-	if (simple(s, SBX_OP_SUP_CLOSE, session, NULL, NULL, &p, e) != 0)
+	if (simple(s, SBX_OP_SUP_CLOSE, run_dir, NULL, NULL, &p, e) != 0)
 		return -1;
 	sbx_stream_free(s, p);
 	return 0;

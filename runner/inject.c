@@ -161,7 +161,7 @@ int sbx_inject_survey(const struct sbx_inject_target *t, double timeout_s, char 
 	if (argv == NULL)
 		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "%s", t->what);
 	struct sbx_proc_result r;
-	int rc = sbx_run_capture(argv, timeout_s, OUT_CAP, &r, e);
+	int rc = sbx_proc_capture(argv, timeout_s, OUT_CAP, &r, e);
 	sbx_inject_free_words(argv);
 	if (rc != 0)
 		return -1;

@@ -1,6 +1,6 @@
 /* podman:NAME and docker:NAME: container lifecycle (create, status, rm) and agent injection
  * through the engine's CLI. Every engine call is one short-lived process run with
- * sbx_run_capture; nothing here talks to a daemon socket. */
+ * sbx_proc_capture; nothing here talks to a daemon socket. */
 #include "podman.h"
 
 #include <errno.h>
@@ -53,7 +53,7 @@ static int check_name(const char *name, struct sbx_err *e)
 /* Runs ENGINE WORDS...; *ok is 1 when it exited 0. r must be freed by the caller. */
 static int run_engine(char *const argv[], struct sbx_proc_result *r, int *ok, struct sbx_err *e)
 {
-	if (sbx_run_capture(argv, ENGINE_TIMEOUT, OUT_CAP, r, e) != 0)
+	if (sbx_proc_capture(argv, ENGINE_TIMEOUT, OUT_CAP, r, e) != 0)
 		return -1;
 	*ok = r->how == SBX_PROC_EXITED && r->code == 0;
 	return 0;

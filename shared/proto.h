@@ -26,7 +26,7 @@ enum sbx_op {
 	SBX_OP_LANDS_CLEAR = 4,
 	SBX_OP_EXEC = 5,
 	/* harness supervision (agent/supctl.c) */
-	SBX_OP_SUP_RUN = 10,    /* launch a detached supervisor over a session folder */
+	SBX_OP_SUP_RUN = 10,    /* launch a detached supervisor over a run folder */
 	SBX_OP_SUP_SIGNAL = 11, /* stop or expire: write the marker the supervisor watches */
 	SBX_OP_SUP_STATUS = 12, /* state, liveness, receipt presence */
 	SBX_OP_SUP_READ = 13,  /* bytes of output.log / receipt.json / receipt.sig from an offset */
@@ -124,7 +124,7 @@ enum sbx_tag {
 	SBX_T_CANCELLED = 65, /* EXEC result: the host cancelled the command */
 
 	/* supervision */
-	SBX_T_SESSION = 70, /* session folder */
+	SBX_T_RUN_DIR = 70, /* run folder */
 	SBX_T_GRACE_MS = 71,
 	SBX_T_LOG_MAX = 72,
 	SBX_T_KEY = 73, /* receipt HMAC key; held only in the supervisor's memory */

@@ -67,8 +67,8 @@ both() {
 both "hello fields (arch, kernel, agent_version)" cli_hello hello
 both "the agent's stderr tail in the error" cli_stderr hello
 for c in "kind /x" "stat /x" "resolve /x" "lands-clear /x /y" "exec -- true" \
-	"download-dir /x $w/d1" "attach --session /tmp/s" "output --session /tmp/s" \
-	"run --session /tmp/s -- true" "stop --session /tmp/s --wait 0"; do
+	"download-dir /x $w/d1" "attach --run-dir /tmp/s" "output --run-dir /tmp/s" \
+	"run --run-dir /tmp/s -- true" "stop --run-dir /tmp/s --wait 0"; do
 	# shellcheck disable=SC2086
 	both "error message ($c)" cli_errors $c
 done
@@ -77,8 +77,8 @@ both "resolve" cli_probes resolve /r
 both "lands-clear warning" cli_probes lands-clear /a /b
 both "exec note (user fallback)" cli_exec exec -- id
 both "exec not started: message" cli_exec exec -- false
-both "attach: supervision state" cli_sup attach --session /tmp/s
-both "receipt" cli_sup receipt --session /tmp/s
+both "attach: supervision state" cli_sup attach --run-dir /tmp/s
+both "receipt" cli_sup receipt --run-dir /tmp/s
 both "download: member name in the error" cli_member download-dir /x "$w/d2"
 
 # JSON lines: the same strings through `sbx session`.
@@ -90,11 +90,11 @@ safe "$w/out" json || die "session probes: $(cat "$w/out")"
 printf '%s\n' '{"id":1,"op":"exec","argv":["id"]}' '{"id":2,"op":"exec","argv":["false"]}' |
 	via_fake cli_exec session >"$w/out" 2>"$w/err" || true
 safe "$w/out" json || die "session exec: $(cat "$w/out")"
-printf '%s\n' '{"id":1,"op":"attach","session":"/tmp/s"}' \
-	'{"id":2,"op":"receipt","session":"/tmp/s"}' '{"id":3,"op":"output","session":"/tmp/s"}' |
+printf '%s\n' '{"id":1,"op":"attach","run_dir":"/tmp/s"}' \
+	'{"id":2,"op":"receipt","run_dir":"/tmp/s"}' '{"id":3,"op":"output","run_dir":"/tmp/s"}' |
 	via_fake cli_sup session >"$w/out" 2>"$w/err" || true
 safe "$w/out" json || die "session supervision: $(cat "$w/out")"
-printf '%s\n' '{"id":1,"op":"kind","path":"/x"}' '{"id":2,"op":"attach","session":"/tmp/s"}' |
+printf '%s\n' '{"id":1,"op":"kind","path":"/x"}' '{"id":2,"op":"attach","run_dir":"/tmp/s"}' |
 	via_fake cli_errors session >"$w/out" 2>"$w/err" || true
 safe "$w/out" json || die "session errors: $(cat "$w/out")"
 [ "$(grep -c '"ok":false' "$w/out")" = 2 ] || die "session errors: $(cat "$w/out")"
@@ -108,13 +108,13 @@ ok "no print in host/cli*.c bypasses the escape"
 
 # sbx output ends: an agent that always has more (the first answer says 1 MiB exists) is read
 # up to that 1 MiB and no further; an answer longer than asked is a protocol error.
-n=$(timeout 20 "$sbx" --via "$fake_agent cli_flood" output --session /tmp/s | wc -c) || true
+n=$(timeout 20 "$sbx" --via "$fake_agent cli_flood" output --run-dir /tmp/s | wc -c) || true
 [ "$n" = 1048576 ] || die "output against an endless agent: $n bytes (or no end)"
 status=0
-timeout 20 "$sbx" --via "$fake_agent cli_flood" output --session /tmp/s --max-bytes 1000 >"$w/out" 2>"$w/err" || status=$?
+timeout 20 "$sbx" --via "$fake_agent cli_flood" output --run-dir /tmp/s --max-bytes 1000 >"$w/out" 2>"$w/err" || status=$?
 [ $status = 1 ] && [ "$(wc -c <"$w/out")" = 1000 ] && grep -q 'max-bytes' "$w/err" ||
 	die "output --max-bytes: $(wc -c <"$w/out") bytes, $(cat "$w/err")"
-status=$(rc timeout 20 "$sbx" --via "$fake_agent cli_overlong" output --session /tmp/s 2>"$w/err")
+status=$(rc timeout 20 "$sbx" --via "$fake_agent cli_overlong" output --run-dir /tmp/s 2>"$w/err")
 [ $status = 6 ] && grep -q 'more than asked' "$w/err" || die "output: a longer answer than asked: $(cat "$w/err")"
 ok "sbx output reads what exists at its start, within --max-bytes, and no more than it asked"
 

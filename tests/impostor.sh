@@ -47,7 +47,7 @@ echo x >"$w/up/f"
 [ "$(rc via_fake upload_early_ok upload-dir "$w/up" /t)" = 6 ] || die "upload_early_ok: not a protocol error"
 ok "an upload reported done before its commit was sent: a protocol error"
 for m in read_oversize read_past_size; do
-	[ "$(rc via_fake $m output --session /s --from 0)" = 6 ] || die "$m: output did not fail as a protocol error"
+	[ "$(rc via_fake $m output --run-dir /s --from 0)" = 6 ] || die "$m: output did not fail as a protocol error"
 done
 ok "a log read answered with more bytes than asked, or than the file's size: protocol errors"
 
@@ -72,9 +72,9 @@ PY
 log=$w/requests.log
 line="$fake_agent log_requests=$log"
 secret_for "$line" ""
-r=$(rc "$sbx" --via "$line" run --session /s --timeout 5 -- true)
+r=$(rc "$sbx" --via "$line" run --run-dir /s --timeout 5 -- true)
 [ "$r" = 125 ] || die "an impostor that cannot prove the sandbox's secret launched a run (exit $r)"
-out=$("$sbx" --via "$line" run --session /s -- true 2>&1 || true)
+out=$("$sbx" --via "$line" run --run-dir /s -- true 2>&1 || true)
 echo "$out" | grep -q "authentication failed" ||
 	die "the refusal does not say the agent's authentication failed: $out"
 grep -q '^24:' "$log" || die "no AUTH challenge was sent"
@@ -83,7 +83,7 @@ grep -q '^24:' "$log" || die "no AUTH challenge was sent"
 ok "an impostor (known sandbox) gets an AUTH challenge, fails it, and gets no key, no secret and no run request"
 rm -f "$log"
 secret_for "$fake_agent auth_guess,log_requests=$log" ""
-[ "$(rc "$sbx" --via "$fake_agent auth_guess,log_requests=$log" run --session /s -- true)" = 125 ] ||
+[ "$(rc "$sbx" --via "$fake_agent auth_guess,log_requests=$log" run --run-dir /s -- true)" = 125 ] ||
 	die "an AUTH answered with a made-up MAC was accepted"
 ! grep -qE ' (73|111)( |$)' "$log" || die "a key or the secret went to the guessing impostor"
 ok "an AUTH answered with a made-up MAC is refused, before any run request"
@@ -92,7 +92,7 @@ ok "an AUTH answered with a made-up MAC is refused, before any run request"
 # the keeper (SETUP); one refused is not kept, so it cannot be mistaken later for a sandbox's.
 log=$w/tofu.log
 line="$fake_agent log_requests=$log"
-[ "$(rc "$sbx" --via "$line" run --session /s -- true)" = 125 ] || die "a refused SETUP let a run through"
+[ "$(rc "$sbx" --via "$line" run --run-dir /s -- true)" = 125 ] || die "a refused SETUP let a run through"
 grep -q '^25:.* 111' "$log" || die "no SETUP at the first run of an unknown sandbox"
 ! grep -q '^10:' "$log" || die "a run request followed a refused SETUP"
 kept=$(python3 -c 'import hashlib,sys; print("sandbox-%s.secret" % hashlib.sha256(("via:"+sys.argv[1]).encode()).hexdigest()[:32])' "$line")
@@ -106,16 +106,16 @@ if [ -d "$top/build/images/busybox-x86_64" ]; then
 	"$sbx" sandbox create --image "$top/build/images/busybox-x86_64" --name $nsname >/dev/null ||
 		die "ns create"
 	on_exit '"$sbx" sandbox rm $nsname >/dev/null 2>&1'
-	out=$("$sbx" --runner ns:$nsname run --session /tmp/s1 --timeout 10 -- true) ||
+	out=$("$sbx" --runner ns:$nsname run --run-dir /tmp/s1 --timeout 10 -- true) ||
 		die "a run on a fresh ns sandbox failed: $out"
 	kf=$w/run.key
-	"$sbx" --runner ns:$nsname run --session /tmp/s2 --key-file "$kf" --timeout 10 -- true >/dev/null ||
+	"$sbx" --runner ns:$nsname run --run-dir /tmp/s2 --key-file "$kf" --timeout 10 -- true >/dev/null ||
 		die "a run with --key-file failed"
-	"$sbx" --runner ns:$nsname receipt --session /tmp/s2 --key-file "$kf" >/dev/null ||
+	"$sbx" --runner ns:$nsname receipt --run-dir /tmp/s2 --key-file "$kf" >/dev/null ||
 		die "the real receipt does not verify"
-	r=$(rc "$sbx" --via "$fake_agent forged_receipt" receipt --session /s --key-file "$kf")
+	r=$(rc "$sbx" --via "$fake_agent forged_receipt" receipt --run-dir /s --key-file "$kf")
 	[ "$r" = 1 ] || die "a receipt forged by an impostor was accepted (exit $r)"
-	out=$("$sbx" --via "$fake_agent forged_receipt" receipt --session /s --key-file "$kf" 2>&1 || true)
+	out=$("$sbx" --via "$fake_agent forged_receipt" receipt --run-dir /s --key-file "$kf" 2>&1 || true)
 	echo "$out" | grep -q "does NOT verify" || die "the forged receipt is not reported unverified: $out"
 	ok "a receipt an impostor signed with any key it could know does not verify (exit 1, said so)"
 
@@ -127,7 +127,7 @@ if [ -d "$top/build/images/busybox-x86_64" ]; then
 	for action in argv pass; do
 		mline="$fake_agent 'mitm=$action:$real'"
 		secret_for "$mline" "ns:$nsname"
-		out=$("$sbx" --via "$mline" run --session /tmp/m-$action --timeout 10 -- sh -c 'echo real' 2>&1) && r=0 || r=$?
+		out=$("$sbx" --via "$mline" run --run-dir /tmp/m-$action --timeout 10 -- sh -c 'echo real' 2>&1) && r=0 || r=$?
 		if [ $action = argv ]; then
 			[ "$r" = 125 ] || die "a run request changed on its way was launched (exit $r): $out"
 			echo "$out" | grep -q "MAC does not verify" || die "the refusal does not name the MAC: $out"

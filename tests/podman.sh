@@ -154,14 +154,14 @@ for img in busybox-x86_64 debian-x86_64 noshell-x86_64; do
 		ok "$img: a 64 MiB upload on the resident agent: the host reads $((hr >> 20)) MiB, writes $((hw >> 20)) MiB (the files once, the pipe once; the rest spliced)"
 	fi
 	if [ "$img" != noshell-x86_64 ]; then
-		in_podman "$n" run --session /tmp/s1 --timeout 5 -- sh -c 'sleep 100 & exit 0' >"$w/receipt" ||
+		in_podman "$n" run --run-dir /tmp/s1 --timeout 5 -- sh -c 'sleep 100 & exit 0' >"$w/receipt" ||
 			die "$img: run"
 		grep -q '"termination_witnessed":true' "$w/receipt" && grep -q '"residual":\[\]' "$w/receipt" ||
 			die "$img: receipt $(cat "$w/receipt")"
-		in_podman "$n" receipt --session /tmp/s1 >/dev/null || die "$img: the receipt does not verify"
+		in_podman "$n" receipt --run-dir /tmp/s1 >/dev/null || die "$img: the receipt does not verify"
 		[ "$(in_podman "$n" exec -- sh -c 'ps -o comm 2>/dev/null | grep -c "^sleep" || true')" = 0 ] ||
 			die "$img: the background sleep survived"
-		ok "$img: run --session (sleep 100 & exit 0): signed receipt verifies, termination witnessed, nothing left"
+		ok "$img: run --run-dir (sleep 100 & exit 0): signed receipt verifies, termination witnessed, nothing left"
 	fi
 done
 

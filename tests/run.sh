@@ -80,7 +80,7 @@ cmocka_folder() { # folder under tests/
 	local src t
 	for src in "$top/tests/$1"/test_*.c; do
 		t=$hostdir/tests/$(basename "$src" .c)
-		case $t in */test_session | */test_supervise | */test_hs) continue ;; esac
+		case $t in */test_session | */test_supervise | */test_harness) continue ;; esac
 		if [ -x "$t" ]; then
 			cmocka "$(basename "$t")" "$t"
 		else
@@ -129,7 +129,7 @@ fi
 # and nonce scan must find survivors: they pass here only because they can fail.
 cmocka "test_supervise (negative control, weak build)" confined env SBX_EXPECT_ESCAPE=1 \
 	"$hostdir/tests/test_supervise"
-cmocka "test_hs (SandboxSession, channel loss)" confined "$hostdir/tests/test_hs"
+cmocka "test_harness (SandboxSession, channel loss)" confined "$hostdir/tests/test_harness"
 one "sbx session: supervision ops as JSON lines" confined "$top/tests/session_sup.sh" "$hostdir/sbx"
 checks "sbx output: nothing raw from an impersonated agent, bounded reads and capture" \
 	"$top/tests/cli_output.sh" "$hostdir/sbx"

@@ -11,23 +11,23 @@ sbx=$1
 # The run answers with its receipt key (derived in the sandbox's keeper, never sent): a client
 # reads it before it asks for the receipt; a run given a key is refused.
 run=$(printf '%s\n' \
-	'{"id":1,"op":"run","session":"'"$w"'/s","argv":["sh","-c","echo hi; exit 4"]}' | "$sbx" session)
+	'{"id":1,"op":"run","run_dir":"'"$w"'/s","argv":["sh","-c","echo hi; exit 4"]}' | "$sbx" session)
 k=$(printf '%s\n' "$run" | jget key) && [ ${#k} = 64 ] || die "no key in: $run"
-printf '%s\n' '{"id":13,"op":"run","session":"'"$w"'/t","argv":["true"],"key":"'$k'"}' |
+printf '%s\n' '{"id":13,"op":"run","run_dir":"'"$w"'/t","argv":["true"],"key":"'$k'"}' |
 	"$sbx" session | grep -q '"ok":false,"error":{"class":"usage".*takes no' ||
 	die "a run given a key was not refused"
 out=$(printf '%s\n' "$run"; printf '%s\n' \
-	'{"id":2,"op":"receipt","session":"'"$w"'/s","wait":10,"key":"'$k'"}' \
-	'{"id":3,"op":"receipt","session":"'"$w"'/s","key":"ff"}' \
-	'{"id":4,"op":"output","session":"'"$w"'/s"}' \
-	'{"id":5,"op":"attach","session":"'"$w"'/s"}' \
-	'{"id":6,"op":"rearm","session":"'"$w"'/s"}' \
-	'{"id":7,"op":"close","session":"'"$w"'/s"}' \
-	'{"id":8,"op":"run","session":"'"$w"'/s","argv":["true"]}' \
-	'{"id":9,"op":"run","session":"'"$w"'/e","argv":["sh","-c","id -u; id -g; echo A=$A; env; pwd; head -c 100000 /dev/zero | tr \"\\\\0\" x"],"user":65534,"env":{"A":"b c"},"env_clear":true,"cwd":"/tmp","timeout":10,"grace":1,"log_max":4096}' \
-	'{"id":10,"op":"receipt","session":"'"$w"'/e","wait":10}' \
-	'{"id":11,"op":"output","session":"'"$w"'/e"}' \
-	'{"id":12,"op":"attach","session":"'"$w"'/e"}' | "$sbx" session)
+	'{"id":2,"op":"receipt","run_dir":"'"$w"'/s","wait":10,"key":"'$k'"}' \
+	'{"id":3,"op":"receipt","run_dir":"'"$w"'/s","key":"ff"}' \
+	'{"id":4,"op":"output","run_dir":"'"$w"'/s"}' \
+	'{"id":5,"op":"attach","run_dir":"'"$w"'/s"}' \
+	'{"id":6,"op":"rearm","run_dir":"'"$w"'/s"}' \
+	'{"id":7,"op":"close","run_dir":"'"$w"'/s"}' \
+	'{"id":8,"op":"run","run_dir":"'"$w"'/s","argv":["true"]}' \
+	'{"id":9,"op":"run","run_dir":"'"$w"'/e","argv":["sh","-c","id -u; id -g; echo A=$A; env; pwd; head -c 100000 /dev/zero | tr \"\\\\0\" x"],"user":65534,"env":{"A":"b c"},"env_clear":true,"cwd":"/tmp","timeout":10,"grace":1,"log_max":4096}' \
+	'{"id":10,"op":"receipt","run_dir":"'"$w"'/e","wait":10}' \
+	'{"id":11,"op":"output","run_dir":"'"$w"'/e"}' \
+	'{"id":12,"op":"attach","run_dir":"'"$w"'/e"}' | "$sbx" session)
 line() { printf '%s\n' "$out" | sed -n "$1p"; }
 line 1 | grep -q '"id":1,"ok":true,"supervisor_pid":' || die "run: $(line 1)"
 line 2 | grep -q '"verified":true' && line 2 | grep -q '\\"status\\":4' || die "receipt: $(line 2)"

@@ -140,7 +140,7 @@ static int show_progress(void *ctx, uint64_t bytes)
 	return 0;
 }
 
-static int collect(void *ctx, struct sbx_hs *hs, struct sbx_err *e)
+static int collect(void *ctx, struct sbx_harness *hs, struct sbx_err *e)
 {
 	(void)hs;
 	struct stage_ctx *c = ctx;
@@ -168,8 +168,8 @@ static int supervised(struct rollout *r, struct sbx_session *s, const char *sess
                       const char *script, const char *cwd, double timeout, int is_harness,
                       struct sbx_receipt *out, int *have, struct sbx_err *e)
 {
-	struct sbx_hs *hs;
-	if (sbx_hs_open(&hs, s, session_dir, e) != 0)
+	struct sbx_harness *hs;
+	if (sbx_harness_open(&hs, s, session_dir, e) != 0)
 		return -1;
 	struct stage_ctx c = {.r = r,
 	                      .argv = {"/bin/sh", (char *)script, NULL, NULL},
@@ -177,21 +177,21 @@ static int supervised(struct rollout *r, struct sbx_session *s, const char *sess
 	                      .timeout = timeout,
 	                      .s = s,
 	                      .collect = is_harness};
-	int rc = sbx_hs_execute(hs, stage, collect, &c, timeout, 10, e);
-	const struct sbx_receipt *rec = sbx_hs_receipt(hs);
+	int rc = sbx_harness_execute(hs, stage, collect, &c, timeout, 10, e);
+	const struct sbx_receipt *rec = sbx_harness_receipt(hs);
 	if (rec != NULL) {
 		*out = *rec;
 		out->json = NULL; /* the copy does not own the bytes */
 		*have = 1;
 	}
-	const struct sbx_err *ce = sbx_hs_capture_error(hs);
+	const struct sbx_err *ce = sbx_harness_capture_error(hs);
 	if (is_harness && ce != NULL && ce->cls != SBX_OK) {
 		r->collect_failed = 1;
 		r->collect_err = *ce;
 	}
 	struct sbx_err e2;
-	sbx_hs_close(hs, 10, &e2);
-	sbx_hs_free(hs);
+	sbx_harness_close(hs, 10, &e2);
+	sbx_harness_free(hs);
 	return rc;
 }
 

@@ -1,6 +1,6 @@
 /* sbx run / stop / expire / attach / output / receipt / rearm / close: the harness
  * supervision commands, and their JSON-lines forms. The receipt key lives in a host-side key
- * file (0600), created at the first run of a session folder, so a later `sbx receipt` from
+ * file (0600), created at the first run of a run folder, so a later `sbx receipt` from
  * another process can verify what the supervisor signed. */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +28,7 @@ int cli_sup_known(const char *cmd)
 }
 
 /* The run key's file: --key-file, or the key store's for this channel and folder. */
-static int key_path(const struct opts *o, const char *session, const char *given, char *out,
+static int key_path(const struct opts *o, const char *run_dir, const char *given, char *out,
                     size_t cap, struct sbx_err *e)
 {
 	if (given != NULL) {
@@ -38,7 +38,7 @@ static int key_path(const struct opts *o, const char *session, const char *given
 	return sbx_runkey_path(o->via      ? o->via
 	                       : o->runner ? o->runner
 	                                   : "local",
-	                       session, out, cap, e);
+	                       run_dir, out, cap, e);
 }
 
 /* Prints a receipt: under --json {"ok":true,"verified":...,"receipt":"its exact bytes"} (as
@@ -74,13 +74,13 @@ static int print_receipt(const struct opts *o, const struct sbx_receipt *r)
 }
 
 /* A JSON line on stdout whatever the mode (run --detach, attach): "ok" and the fields. */
-static void print_fields(const char *session, const struct sbx_run_status *st, int64_t pid)
+static void print_fields(const char *run_dir, const struct sbx_run_status *st, int64_t pid)
 {
 	struct sbx_jw w;
 	sbx_jw_init(&w);
 	sbx_jw_obj_begin(&w);
 	json_ok(&w);
-	sbx_jw_kstr(&w, "session", session);
+	sbx_jw_kstr(&w, "run_dir", run_dir);
 	if (st == NULL) {
 		sbx_jw_kint(&w, "supervisor_pid", pid);
 	} else {
@@ -101,7 +101,7 @@ static void print_fields(const char *session, const struct sbx_run_status *st, i
 #define JSON_OUTPUT_PIECE (512 * 1024) /* the most one JSON output op answers */
 
 struct sup_args {
-	const char *session, *key_file, *reason;
+	const char *run_dir, *key_file, *reason;
 	struct cmd_opts c; /* run: user cwd env env_clear timeout */
 	double grace, wait;
 	int64_t log_max, from, max_bytes;
@@ -141,8 +141,8 @@ static int parse(int argc, char **argv, struct sup_args *a, int want_argv, struc
 			return sbx_err_set(e, SBX_EUSAGE, 0, "%s needs a value", s);
 		const char *v = argv[++i];
 		char *end = NULL;
-		if (strcmp(s, "--session") == 0)
-			a->session = v;
+		if (strcmp(s, "--run-dir") == 0)
+			a->run_dir = v;
 		else if (strcmp(s, "--key-file") == 0)
 			a->key_file = v;
 		else if (strcmp(s, "--reason") == 0)
@@ -163,8 +163,8 @@ static int parse(int argc, char **argv, struct sup_args *a, int want_argv, struc
 			return sbx_err_set(e, SBX_EUSAGE, 0, "bad number for %s: %s", s, v);
 	}
 	a->first = i;
-	if (a->session == NULL)
-		return sbx_err_set(e, SBX_EUSAGE, 0, "--session DIR is required");
+	if (a->run_dir == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "--run-dir DIR is required");
 	if (a->from < 0 || a->max_bytes < 0)
 		return sbx_err_set(e, SBX_EUSAGE, 0, "--from and --max-bytes are >= 0");
 	if (want_argv && i >= argc)
@@ -180,11 +180,11 @@ static int status_of(const struct sbx_receipt *r)
 }
 
 /* The run's options, from argv or JSON, as the library takes them. */
-static void run_opts_from(struct sbx_run_opts *ro, const char *session, char *const *argv,
+static void run_opts_from(struct sbx_run_opts *ro, const char *run_dir, char *const *argv,
                           const struct cmd_opts *c, double grace, int64_t log_max)
 {
 	sbx_run_opts_init(ro);
-	ro->session = session;
+	ro->run_dir = run_dir;
 	ro->argv = argv;
 	ro->env = c->env;
 	ro->env_clear = c->env_clear;
@@ -200,26 +200,26 @@ static int cmd_run(const struct opts *o, struct sbx_session *s, struct sup_args 
 {
 	char kp[4096];
 	uint8_t key[KEY_LEN];
-	if (key_path(o, a->session, a->key_file, kp, sizeof kp, e) != 0)
+	if (key_path(o, a->run_dir, a->key_file, kp, sizeof kp, e) != 0)
 		return fail(o, e, EX_USAGE);
 	/* A new run gets a new key (sbx_run_start derives it): the old file goes first. */
 	unlink(kp);
 	struct sbx_run_opts ro;
-	run_opts_from(&ro, a->session, argv, &a->c, a->grace, a->log_max);
+	run_opts_from(&ro, a->run_dir, argv, &a->c, a->grace, a->log_max);
 	int64_t pid;
 	if (sbx_run_start(s, &ro, &pid, key, e) != 0)
 		return fail(o, e, EX_EXEC_SBX);
 	if (sbx_runkey_save(kp, key, e) != 0)
 		return fail(o, e, EX_USAGE);
 	if (a->detach) {
-		print_fields(a->session, NULL, pid);
+		print_fields(a->run_dir, NULL, pid);
 		return 0;
 	}
 	struct sbx_receipt r;
 	/* The receipt comes at the deadline plus the grace plus kill rounds at the latest. */
 	double t = a->c.timeout;
 	double limit = t > 0 ? t + (a->grace >= 0 ? a->grace : 5) + 30 : 0;
-	if (sbx_run_wait(s, a->session, key, KEY_LEN, limit, &r, e) != 0)
+	if (sbx_run_wait(s, a->run_dir, key, KEY_LEN, limit, &r, e) != 0)
 		return fail(o, e, EX_EXEC_SBX);
 	int ok = print_receipt(o, &r);
 	int st = ok ? status_of(&r) : EX_EXEC_SBX;
@@ -255,7 +255,7 @@ static int cmd_output(const struct opts *o, struct sbx_session *s, struct sup_ar
 		char *data;
 		size_t len;
 		int64_t size;
-		if (sbx_run_read(s, a->session, "output.log", off, (size_t)ask, &data, &len, &size,
+		if (sbx_run_read(s, a->run_dir, "output.log", off, (size_t)ask, &data, &len, &size,
 		                 e) != 0)
 			return fail(o, e,
 			            class_exit(e->cls)); /* never more than asked: checked there */
@@ -271,7 +271,7 @@ static int cmd_output(const struct opts *o, struct sbx_session *s, struct sup_ar
 			break;
 		fflush(stdout);
 		struct sbx_run_status st;
-		if (sbx_run_status(s, a->session, &st, e) != 0)
+		if (sbx_run_status(s, a->run_dir, &st, e) != 0)
 			return fail(o, e, class_exit(e->cls));
 		if (st.has_receipt && !st.alive && st.log_size <= off)
 			break;
@@ -299,35 +299,35 @@ static int sup_one(const struct opts *o, struct sbx_session *s, const char *cmd,
 		return cmd_output(o, s, a, e);
 	if (strcmp(cmd, "attach") == 0) {
 		struct sbx_run_status st;
-		if (sbx_run_status(s, a->session, &st, e) != 0)
+		if (sbx_run_status(s, a->run_dir, &st, e) != 0)
 			return fail(o, e, class_exit(e->cls));
-		print_fields(a->session, &st, 0);
+		print_fields(a->run_dir, &st, 0);
 		return 0;
 	}
 	if (strcmp(cmd, "rearm") == 0 || strcmp(cmd, "close") == 0) {
-		int rc = cmd[0] == 'r' ? sbx_run_rearm(s, a->session, e)
-		                       : sbx_run_close(s, a->session, e);
+		int rc = cmd[0] == 'r' ? sbx_run_rearm(s, a->run_dir, e)
+		                       : sbx_run_close(s, a->run_dir, e);
 		return rc != 0 ? fail(o, e, class_exit(e->cls)) : 0;
 	}
 	char kp[4096];
 	uint8_t key[KEY_LEN];
 	struct sbx_err ke;
-	int have_key = key_path(o, a->session, a->key_file, kp, sizeof kp, &ke) == 0 &&
+	int have_key = key_path(o, a->run_dir, a->key_file, kp, sizeof kp, &ke) == 0 &&
 	               sbx_runkey_load(kp, key, &ke) == 0;
 	struct sbx_receipt r;
 	if (strcmp(cmd, "receipt") == 0) {
-		if (sbx_run_receipt(s, a->session, key, have_key ? KEY_LEN : 0, &r, e) != 0)
+		if (sbx_run_receipt(s, a->run_dir, key, have_key ? KEY_LEN : 0, &r, e) != 0)
 			return fail(o, e, class_exit(e->cls));
 		if (!have_key)
-			cli_fprintf(stderr, "sbx: no key for this session on this host (%s)\n", kp);
+			cli_fprintf(stderr, "sbx: no key for this run_dir on this host (%s)\n", kp);
 		int ok = print_receipt(o, &r);
 		sbx_receipt_free(&r);
 		return ok ? 0 : EX_FALSE;
 	}
 	/* stop / expire: place the marker, then wait for the signed receipt. */
 	int placed = 1;
-	int rc = cmd[0] == 's' ? sbx_run_stop(s, a->session, e)
-	                       : sbx_run_expire(s, a->session, a->reason, &placed, e);
+	int rc = cmd[0] == 's' ? sbx_run_stop(s, a->run_dir, e)
+	                       : sbx_run_expire(s, a->run_dir, a->reason, &placed, e);
 	if (rc != 0)
 		return fail(o, e, class_exit(e->cls));
 	if (!placed)
@@ -336,7 +336,7 @@ static int sup_one(const struct opts *o, struct sbx_session *s, const char *cmd,
 	double wait = a->wait >= 0 ? a->wait : 30;
 	if (wait <= 0)
 		return placed ? 0 : EX_FALSE;
-	if (sbx_run_wait(s, a->session, key, have_key ? KEY_LEN : 0, wait, &r, e) != 0)
+	if (sbx_run_wait(s, a->run_dir, key, have_key ? KEY_LEN : 0, wait, &r, e) != 0)
 		return fail(o, e, class_exit(e->cls));
 	int ok = print_receipt(o, &r);
 	sbx_receipt_free(&r);
@@ -361,7 +361,7 @@ static int hexval(char c)
 	                              : -1;
 }
 
-static int json_run(struct sbx_session *s, const char *session, const struct sbx_json *req,
+static int json_run(struct sbx_session *s, const char *run_dir, const struct sbx_json *req,
                     const uint8_t *key, size_t key_len, struct sbx_jw *w, struct sbx_err *e)
 {
 	size_t n;
@@ -394,7 +394,7 @@ static int json_run(struct sbx_session *s, const char *session, const struct sbx
 	}
 	(void)key;
 	struct sbx_run_opts ro;
-	run_opts_from(&ro, session, (char *const *)argv, &c, grace, log_max);
+	run_opts_from(&ro, run_dir, (char *const *)argv, &c, grace, log_max);
 	int64_t pid;
 	uint8_t rkey[SBX_RUN_KEY_LEN];
 	char khex[2 * SBX_RUN_KEY_LEN + 1];
@@ -414,9 +414,9 @@ out:
 static int json_sup(struct sbx_session *s, const char *op, const struct sbx_json *req,
                     struct sbx_jw *w, struct sbx_err *e)
 {
-	const char *session = jstr(req, "session");
-	if (session == NULL)
-		return sbx_err_set(e, SBX_EUSAGE, 0, "%s needs \"session\"", op);
+	const char *run_dir = jstr(req, "run_dir");
+	if (run_dir == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "%s needs \"run_dir\"", op);
 	/* Key: given as hex in the request ("key"), or none (then receipts are not verified). */
 	uint8_t key[64];
 	size_t key_len = 0, kl;
@@ -436,12 +436,12 @@ static int json_sup(struct sbx_session *s, const char *op, const struct sbx_json
 	double d = 0;
 	const struct sbx_json *x;
 	if (strcmp(op, "run") == 0)
-		return json_run(s, session, req, key, key_len, w, e);
+		return json_run(s, run_dir, req, key, key_len, w, e);
 	if (strcmp(op, "stop") == 0 || strcmp(op, "expire") == 0) {
 		int placed = 1;
 		const char *reason = jstr(req, "reason");
-		int r = op[0] == 's' ? sbx_run_stop(s, session, e)
-		                     : sbx_run_expire(s, session, reason, &placed, e);
+		int r = op[0] == 's' ? sbx_run_stop(s, run_dir, e)
+		                     : sbx_run_expire(s, run_dir, reason, &placed, e);
 		if (r != 0)
 			return -1;
 		json_ok(w);
@@ -450,7 +450,7 @@ static int json_sup(struct sbx_session *s, const char *op, const struct sbx_json
 	}
 	if (strcmp(op, "attach") == 0) {
 		struct sbx_run_status st;
-		if (sbx_run_status(s, session, &st, e) != 0)
+		if (sbx_run_status(s, run_dir, &st, e) != 0)
 			return -1;
 		json_ok(w);
 		sbx_jw_kstr(w, "state", st.state);
@@ -468,7 +468,7 @@ static int json_sup(struct sbx_session *s, const char *op, const struct sbx_json
 		char *data;
 		size_t len;
 		int64_t size;
-		if (sbx_run_read(s, session, "output.log", from, JSON_OUTPUT_PIECE, &data, &len,
+		if (sbx_run_read(s, run_dir, "output.log", from, JSON_OUTPUT_PIECE, &data, &len,
 		                 &size, e) != 0)
 			return -1; /* never more than asked: sbx_run_read checks it */
 		json_ok(w);
@@ -483,8 +483,8 @@ static int json_sup(struct sbx_session *s, const char *op, const struct sbx_json
 		struct sbx_receipt r;
 		if ((x = sbx_json_get(req, "wait")) != NULL && sbx_json_double(x, &d) != 0)
 			return sbx_err_set(e, SBX_EUSAGE, 0, "wait is a number of seconds");
-		int got = d > 0 ? sbx_run_wait(s, session, key, key_len, d, &r, e)
-		                : sbx_run_receipt(s, session, key, key_len, &r, e);
+		int got = d > 0 ? sbx_run_wait(s, run_dir, key, key_len, d, &r, e)
+		                : sbx_run_receipt(s, run_dir, key, key_len, &r, e);
 		if (got != 0)
 			return -1;
 		json_ok(w);
@@ -493,8 +493,8 @@ static int json_sup(struct sbx_session *s, const char *op, const struct sbx_json
 		sbx_receipt_free(&r);
 		return 0;
 	}
-	int r = strcmp(op, "rearm") == 0 ? sbx_run_rearm(s, session, e)
-	                                 : sbx_run_close(s, session, e);
+	int r = strcmp(op, "rearm") == 0 ? sbx_run_rearm(s, run_dir, e)
+	                                 : sbx_run_close(s, run_dir, e);
 	if (r != 0)
 		return -1;
 	json_ok(w);

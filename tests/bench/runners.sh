@@ -53,7 +53,7 @@ one() { # one sandbox's whole life; exit 0 only when everything worked and check
 	local i=$1 name
 	name=$("$sbx" sandbox create --image "$img") || return 1
 	"$sbx" --runner "ns:$name" upload-dir "$w/tree" /data >/dev/null || return 1
-	"$sbx" --runner "ns:$name" run --session /tmp/s --timeout 30 -- \
+	"$sbx" --runner "ns:$name" run --run-dir /tmp/s --timeout 30 -- \
 		/bin/sh -c 'mkdir -p /out; cat /data/* | wc -c >/out/bytes; setsid sleep 1000 </dev/null >/dev/null 2>&1 &' \
 		>"$w/rec.$i" || return 1
 	grep -q '"termination_witnessed":true' "$w/rec.$i" || return 1

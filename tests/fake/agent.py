@@ -34,7 +34,7 @@ T = dict(STATUS=1, ERRNO=2, MESSAGE=3, OP=4, PROTO_MIN=10, PROTO_MAX=11, VERSION
          ARGV=50, SHELL=51, CWD=52, ENV=53, ENV_CLEAR=54, USER=55, TIMEOUT_MS=56, STDIN=57,
          OUTCOME=58, CODE=59, SIGNAL=60, USER_FALLBACK=61, DURATION_NS=62, LINGER_MS=63,
          NOTE=64, CANCELLED=65,
-         SESSION=70, GRACE_MS=71, LOG_MAX=72, KEY=73, OFFSET=74, LENGTH=75, BYTES=76,
+         RUN_DIR=70, GRACE_MS=71, LOG_MAX=72, KEY=73, OFFSET=74, LENGTH=75, BYTES=76,
          NAME=77, STATE=78, ALIVE=79, HAS_RECEIPT=80, ACTIVATION=81,
          XMODE=90, READABLE=91, OPEN=92, FORCE_WALK=93, SHA256=94, FILES=95, DIRS=96,
          LINKS=97, JOB=98, NAMES=99, EXCLUDE=100, SKIP_UNSAFE=101, ARCHIVE_BYTES=102,
@@ -313,12 +313,12 @@ def h_commit(a, stream, fields):
         a.respond(job, m)
 
 
-def session_of(fields):
-    return fget(fields, "SESSION", b"").decode("utf-8", "surrogateescape")
+def run_dir_of(fields):
+    return fget(fields, "RUN_DIR", b"").decode("utf-8", "surrogateescape")
 
 
 def h_sup_run(a, stream, fields):
-    a.state[session_of(fields)] = "running"
+    a.state[run_dir_of(fields)] = "running"
     a.respond(stream, ok().i64("PID", 4343))
 
 
@@ -327,7 +327,7 @@ def h_sup_signal(a, stream, fields):
 
 
 def h_sup_status(a, stream, fields):
-    s = session_of(fields)
+    s = run_dir_of(fields)
     has = (s, "receipt.json") in a.files
     m = ok().str("STATE", a.state.get(s, "none")).i64("ALIVE", 0).i64("HAS_RECEIPT", int(has))
     m.i64("ACTIVATION", 1).i64("SIZE", len(a.files.get((s, "output.log"), b"")))
@@ -335,7 +335,7 @@ def h_sup_status(a, stream, fields):
 
 
 def h_sup_read(a, stream, fields):
-    s = session_of(fields)
+    s = run_dir_of(fields)
     name = fget(fields, "NAME", b"").decode()
     off = i64(fget(fields, "OFFSET", struct.pack(">q", 0)))
     want = i64(fget(fields, "LENGTH", struct.pack(">q", 512 * 1024)))
@@ -549,7 +549,7 @@ def mode_forged_receipt(a):
     """A finished run whose receipt is signed with keys an impostor could know (none was sent:
     a zero key, and the HMAC of nothing)."""
     import hmac
-    body = (b'{"version":1,"session":"/s","activation":1,"trigger":"exit","status":0,'
+    body = (b'{"version":2,"run_dir":"/s","activation":1,"trigger":"exit","status":0,'
             b'"launched":true,"exit":{"code":0},"termination_witnessed":true}\n')
     sig = hmac.new(b"\0" * 32, body, hashlib.sha256).hexdigest().encode() + b"\n"
 

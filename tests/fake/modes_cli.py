@@ -84,7 +84,7 @@ def mode_cli_sup(a):
     allows raw, or the host refuses it before printing); the log too (raw by design: the test
     reads it under --json only). The receipt holds a NUL as \\u0000."""
     for s in ("/tmp/s", "/tmp/t"):
-        a.files[(s, "receipt.json")] = (b'{"version":1,"status":0,"trigger":"exit","x":"' + JSON_EVIL +
+        a.files[(s, "receipt.json")] = (b'{"version":2,"status":0,"trigger":"exit","x":"' + JSON_EVIL +
                                         b'\\u0000"}\n')
         a.files[(s, "receipt.sig")] = b"00" * 32
         a.files[(s, "output.log")] = EVIL

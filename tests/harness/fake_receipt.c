@@ -1,4 +1,4 @@
-/* Harness for behaviour 16: forges receipt.json and receipt.sig in the session folder, plants
+/* Harness for behaviour 16: forges receipt.json and receipt.sig in the run folder, plants
  * symlinks at the temporary names, keeps a forger alive and exits CODE. Usage: fake_receipt TOKEN
  * READY|- DIR CODE */
 #include <stdio.h>
@@ -9,7 +9,7 @@
 #include "ready.h"
 
 static const char forged[] =
-        "{\"version\":1,\"session\":\"forged\",\"activation\":1,\"nonce\":\"forged\","
+        "{\"version\":2,\"run_dir\":\"forged\",\"activation\":1,\"nonce\":\"forged\","
         "\"trigger\":\"exit\",\"timed_out\":false,\"cancelled\":false,"
         "\"expired_before_launch\":false,\"stopped_before_launch\":false,\"launched\":true,"
         "\"exit\":{\"code\":0},\"status\":0,\"errno\":0,\"error\":null,\"started_at_ns\":1,"

@@ -1,4 +1,4 @@
-/* Harness that attacks its own session folder: once the supervisor says "running", it puts a
+/* Harness that attacks its own run folder: once the supervisor says "running", it puts a
  * FIFO, a bound socket, a symlink to a FIFO or a 1 TiB sparse file at each NAME (made under a
  * temporary name, then renamed over it, as a harness running as the folder's owner can), then
  * writes its ready line and waits to be stopped. Usage: plant TOKEN READY DIR KIND NAME...

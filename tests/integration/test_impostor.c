@@ -29,24 +29,24 @@ static struct sbx_session *open_fake(const char *modes)
 	return s;
 }
 
-/* Shown able to fail: before the bound, sbx_hs_read_output_log kept reading while the agent
+/* Shown able to fail: before the bound, sbx_harness_read_output_log kept reading while the agent
  * kept reporting a larger size (the test ran out of memory). */
 static void output_log_read_ends_at_first_size(void **state)
 {
 	(void)state;
 	struct sbx_session *s = open_fake("log_grows");
-	struct sbx_hs *hs;
+	struct sbx_harness *hs;
 	struct sbx_err e;
-	assert_int_equal(sbx_hs_open(&hs, s, "/s", &e), 0);
+	assert_int_equal(sbx_harness_open(&hs, s, "/s", &e), 0);
 	char *text;
 	size_t len;
 	double t0 = fixture_now();
-	assert_int_equal(sbx_hs_read_output_log(hs, &text, &len, &e), 0);
+	assert_int_equal(sbx_harness_read_output_log(hs, &text, &len, &e), 0);
 	/* The first answer said 512 KiB x 2 + 1 bytes: exactly that much is read. */
 	assert_int_equal(len, 2 * 512 * 1024 + 1);
 	assert_true(fixture_now() - t0 < 5);
 	free(text);
-	sbx_hs_free(hs);
+	sbx_harness_free(hs);
 	sbx_session_close(s);
 }
 
@@ -54,15 +54,15 @@ static void output_log_larger_than_bound_refused(void **state)
 {
 	(void)state;
 	struct sbx_session *s = open_fake("log_huge");
-	struct sbx_hs *hs;
+	struct sbx_harness *hs;
 	struct sbx_err e;
-	assert_int_equal(sbx_hs_open(&hs, s, "/s", &e), 0);
+	assert_int_equal(sbx_harness_open(&hs, s, "/s", &e), 0);
 	char *text = (char *)1;
 	size_t len;
-	assert_int_equal(sbx_hs_read_output_log(hs, &text, &len, &e), -1);
+	assert_int_equal(sbx_harness_read_output_log(hs, &text, &len, &e), -1);
 	assert_int_equal(e.cls, SBX_EPROTOCOL);
 	assert_null(text);
-	sbx_hs_free(hs);
+	sbx_harness_free(hs);
 	sbx_session_close(s);
 }
 

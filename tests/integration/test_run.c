@@ -1,4 +1,4 @@
-/* sbx_run_capture: exit codes, signals, timeouts that kill the whole group, bounded output,
+/* sbx_proc_capture: exit codes, signals, timeouts that kill the whole group, bounded output,
  * and a program that cannot start. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,7 +21,7 @@ static void exit_codes_pass_through(void **state)
 		char *argv[] = {"sh", "-c", script, NULL};
 		struct sbx_proc_result r;
 		struct sbx_err e;
-		assert_int_equal(sbx_run_capture(argv, 10, 1024, &r, &e), 0);
+		assert_int_equal(sbx_proc_capture(argv, 10, 1024, &r, &e), 0);
 		assert_int_equal(r.how, SBX_PROC_EXITED);
 		assert_int_equal(r.code, codes[i]);
 		assert_string_equal(r.output, "out\nerr\n");
@@ -36,7 +36,7 @@ static void signal_is_not_a_code(void **state)
 	char *argv[] = {"sh", "-c", "kill -TERM $$", NULL};
 	struct sbx_proc_result r;
 	struct sbx_err e;
-	assert_int_equal(sbx_run_capture(argv, 10, 1024, &r, &e), 0);
+	assert_int_equal(sbx_proc_capture(argv, 10, 1024, &r, &e), 0);
 	assert_int_equal(r.how, SBX_PROC_SIGNALED);
 	assert_int_equal(r.code, 15);
 	sbx_proc_result_free(&r);
@@ -49,7 +49,7 @@ static void timeout_kills_the_group(void **state)
 	char *argv[] = {"sh", "-c", "sleep 30 & sleep 30", NULL};
 	struct sbx_proc_result r;
 	struct sbx_err e;
-	assert_int_equal(sbx_run_capture(argv, 0.3, 1024, &r, &e), 0);
+	assert_int_equal(sbx_proc_capture(argv, 0.3, 1024, &r, &e), 0);
 	assert_int_equal(r.how, SBX_PROC_TIMED_OUT);
 	assert_true(r.seconds < 5.0);
 	sbx_proc_result_free(&r);
@@ -62,7 +62,7 @@ static void output_is_bounded(void **state)
 	                "i=0; while [ $i -lt 200 ]; do echo 0123456789; i=$((i+1)); done", NULL};
 	struct sbx_proc_result r;
 	struct sbx_err e;
-	assert_int_equal(sbx_run_capture(argv, 10, 100, &r, &e), 0);
+	assert_int_equal(sbx_proc_capture(argv, 10, 100, &r, &e), 0);
 	assert_int_equal(r.how, SBX_PROC_EXITED);
 	assert_int_equal(r.len, 100);
 	assert_true(r.truncated);
@@ -77,7 +77,7 @@ static void missing_program_is_unavailable(void **state)
 	struct sbx_proc_result r;
 	struct sbx_err e;
 	/* glibc's posix_spawn reports a failed exec to the parent instead of a child exit 127. */
-	assert_int_equal(sbx_run_capture(argv, 10, 100, &r, &e), -1);
+	assert_int_equal(sbx_proc_capture(argv, 10, 100, &r, &e), -1);
 	assert_int_equal(e.cls, SBX_EUNAVAILABLE);
 	assert_non_null(strstr(e.msg, "sbx-no-such-program"));
 }

@@ -237,7 +237,7 @@ static int scan_descendants(pid_t *pids, int max)
 			continue;
 		/* A running supervisor: its tree is its own business. Through `sbx run` the
 		 * supervisor is detached (an orphan adopted by us, the subreaper): find it by
-		 * its session folder's supervisor.pid. */
+		 * its run folder's supervisor.pid. */
 		in[runs[i].pid] = 2;
 		char pf[PATH_MAX + 32];
 		snprintf(pf, sizeof pf, "%s/supervisor.pid", runs[i].dir);
@@ -462,7 +462,7 @@ static void run_start(struct run *r, const struct opts *o, int ready, const char
 	int n = 0;
 	for (int i = 0; i < sup_argc; i++)
 		argv[n++] = sup_argv[i];
-	argv[n++] = "--session";
+	argv[n++] = "--run-dir";
 	argv[n++] = r->dir;
 	argv[n++] = "--timeout";
 	argv[n++] = (char *)(o->timeout != NULL ? o->timeout : "25");
@@ -593,7 +593,7 @@ static void wait_ready(struct run *r, double limit)
 
 /* clang-format off */
 static const char *const receipt_keys[] = {
-	"version", "session", "activation", "nonce", "trigger", "timed_out", "cancelled",
+	"version", "run_dir", "activation", "nonce", "trigger", "timed_out", "cancelled",
 	"expired_before_launch", "stopped_before_launch", "launched", "exit", "status", "errno",
 	"error", "started_at_ns", "ended_at_ns", "duration_ns", "kill_rounds",
 	"termination_witnessed", "residual", "oom", "log_bytes", "log_dropped", "expire_reason",
@@ -1244,7 +1244,7 @@ static void forged_receipt(void **state)
 	run_wait(r, RUN_LIMIT);
 	run_finish(r); /* the real receipt.sig verifies over the real receipt.json */
 	expect_outcome(r, "exit", 'c', 3, 3);
-	if (strcmp(jstr(r, "session"), "forged") == 0 || strcmp(jstr(r, "nonce"), "forged") == 0)
+	if (strcmp(jstr(r, "run_dir"), "forged") == 0 || strcmp(jstr(r, "nonce"), "forged") == 0)
 		fail_msg("the forged receipt was kept: %s", r->line);
 	/* and what the harness forged (it left a copy beside its ready line) does not verify */
 	char path[PATH_MAX + 32];
@@ -1279,7 +1279,7 @@ static void forged_receipt(void **state)
 	assert_no_survivors(r->token);
 }
 
-/* ---- who the command runs as, the session folder's files planted by the harness -------- */
+/* ---- who the command runs as, the run folder's files planted by the harness -------- */
 
 static char sbx_cli[PATH_MAX + 16]; /* the host's sbx, for requests through the serve loop */
 
@@ -1304,18 +1304,18 @@ static const char *sbx_path(void)
 	return sbx_cli;
 }
 
-/* `sbx --runner local CMD --session DIR`: its output (malloc'd) and exit code; fails when it
+/* `sbx --runner local CMD --run-dir DIR`: its output (malloc'd) and exit code; fails when it
  * is still running after 10 s (a serve loop blocked on a planted file never answers). */
 static char *sbx_request(const char *cmd, const char *dir, int *code)
 {
 	char *argv[] = {(char *)sbx_path(), "--runner",  "local", (char *)cmd,
-	                "--session",        (char *)dir, NULL};
+	                "--run-dir",        (char *)dir, NULL};
 	struct sbx_proc_result pr;
 	struct sbx_err e;
-	if (sbx_run_capture(argv, 10, 65536, &pr, &e) != 0)
+	if (sbx_proc_capture(argv, 10, 65536, &pr, &e) != 0)
 		fail_msg("sbx %s: %s", cmd, e.msg);
 	if (pr.how == SBX_PROC_TIMED_OUT)
-		fail_msg("sbx %s --session %s: no answer within 10 s (the serve loop is blocked); "
+		fail_msg("sbx %s --run-dir %s: no answer within 10 s (the serve loop is blocked); "
 		         "output so far: %s",
 		         cmd, dir, pr.output);
 	*code = pr.how == SBX_PROC_EXITED ? pr.code : 128 + pr.code;
@@ -1433,7 +1433,7 @@ static void uid_without_entry(void **state)
 	                "/proc/self/status", NULL};
 	struct sbx_proc_result pr;
 	struct sbx_err e;
-	if (sbx_run_capture(argv, 20, 65536, &pr, &e) != 0)
+	if (sbx_proc_capture(argv, 20, 65536, &pr, &e) != 0)
 		fail_msg("sbx exec: %s", e.msg);
 	if (pr.how != SBX_PROC_EXITED || pr.code != 0)
 		fail_msg("sbx exec --user %s failed: %s", u, pr.output);

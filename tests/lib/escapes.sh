@@ -22,10 +22,10 @@ escape_survivors='for p in /proc/[0-9]*; do i=${p#/proc/}; [ "$i" = 1 ] || [ "$i
 check_escapes() {
 	local run=$1 sb=$2 label=$3 rec=$4 i left
 	for i in "${!escape_cases[@]}"; do
-		"$run" "$sb" run --session "/tmp/s$i" --timeout 1 --grace 0.2 -- /bin/sh -c "${escape_cases[$i]}" >"$rec" || true
+		"$run" "$sb" run --run-dir "/tmp/s$i" --timeout 1 --grace 0.2 -- /bin/sh -c "${escape_cases[$i]}" >"$rec" || true
 		[ "$(jget termination_witnessed "$rec")" = true ] || die "$label case $i: $(cat "$rec")"
 		[ "$(jget trigger "$rec")" = "${escape_want[$i]}" ] || die "$label case $i trigger: $(cat "$rec")"
-		"$run" "$sb" receipt --session "/tmp/s$i" >/dev/null || die "$label case $i: the receipt does not verify"
+		"$run" "$sb" receipt --run-dir "/tmp/s$i" >/dev/null || die "$label case $i: the receipt does not verify"
 		left=$("$run" "$sb" sh "$escape_survivors")
 		[ -z "$left" ] || die "$label case $i: left behind: $left"
 	done

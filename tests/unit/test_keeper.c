@@ -72,7 +72,7 @@ static size_t run_req(uint8_t *b, size_t cap, const uint8_t nonce[SBX_NONCE_LEN]
 	struct sbx_msgw w;
 	sbx_msgw_init(&w, b, cap);
 	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_SUP_RUN);
-	sbx_msgw_str(&w, SBX_T_SESSION, "/s");
+	sbx_msgw_str(&w, SBX_T_RUN_DIR, "/s");
 	sbx_msgw_str(&w, SBX_T_ARGV, harness);
 	sbx_msgw_i64(&w, SBX_T_TIMEOUT_MS, 5000);
 	sbx_msgw_bytes(&w, SBX_T_NONCE, nonce, SBX_NONCE_LEN);

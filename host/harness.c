@@ -7,34 +7,34 @@
 
 #include "sbx.h"
 
-struct sbx_hs {
+struct sbx_harness {
 	struct sbx_session *s;
 	char *dir;
 	uint8_t key[SBX_RUN_KEY_LEN]; /* the current activation's receipt key (sbx_run_start) */
-	struct sbx_hs_state st;
+	struct sbx_harness_state st;
 	int expire_requested;
 	int have_receipt;
 	struct sbx_receipt receipt;
 	struct sbx_err capture_error;
 };
 
-int sbx_hs_open(struct sbx_hs **out, struct sbx_session *s, const char *session_dir,
-                struct sbx_err *e)
+int sbx_harness_open(struct sbx_harness **out, struct sbx_session *s, const char *session_dir,
+                     struct sbx_err *e)
 {
 	*out = NULL;
 	if (session_dir == NULL || session_dir[0] != '/')
-		return sbx_err_set(e, SBX_EUSAGE, 0, "a harness session needs an absolute folder");
-	struct sbx_hs *hs = calloc(1, sizeof *hs);
+		return sbx_err_set(e, SBX_EUSAGE, 0, "a harness run_dir needs an absolute folder");
+	struct sbx_harness *hs = calloc(1, sizeof *hs);
 	if (hs == NULL || (hs->dir = strdup(session_dir)) == NULL) {
 		free(hs);
-		return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "harness session");
+		return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "harness run_dir");
 	}
 	hs->s = s;
 	*out = hs;
 	return 0;
 }
 
-void sbx_hs_free(struct sbx_hs *hs)
+void sbx_harness_free(struct sbx_harness *hs)
 {
 	if (hs == NULL)
 		return;
@@ -44,23 +44,23 @@ void sbx_hs_free(struct sbx_hs *hs)
 	free(hs);
 }
 
-void sbx_hs_state(const struct sbx_hs *hs, struct sbx_hs_state *st)
+void sbx_harness_state(const struct sbx_harness *hs, struct sbx_harness_state *st)
 {
 	*st = hs->st;
 }
 
-const struct sbx_receipt *sbx_hs_receipt(const struct sbx_hs *hs)
+const struct sbx_receipt *sbx_harness_receipt(const struct sbx_harness *hs)
 {
 	return hs->have_receipt ? &hs->receipt : NULL;
 }
 
-const struct sbx_err *sbx_hs_capture_error(const struct sbx_hs *hs)
+const struct sbx_err *sbx_harness_capture_error(const struct sbx_harness *hs)
 {
 	return hs->st.capture_failed ? &hs->capture_error : NULL;
 }
 
 /* Waits for the receipt and records what it proves. */
-static int take_receipt(struct sbx_hs *hs, double timeout_s, struct sbx_err *e)
+static int take_receipt(struct sbx_harness *hs, double timeout_s, struct sbx_err *e)
 {
 	struct sbx_receipt r;
 	if (sbx_run_wait(hs->s, hs->dir, hs->key, sizeof hs->key, timeout_s, &r, e) != 0)
@@ -81,7 +81,7 @@ static int take_receipt(struct sbx_hs *hs, double timeout_s, struct sbx_err *e)
 	return 0;
 }
 
-static void collect_now(struct sbx_hs *hs, sbx_collect_fn collect, void *ctx)
+static void collect_now(struct sbx_harness *hs, sbx_collect_fn collect, void *ctx)
 {
 	if (collect == NULL || !hs->st.cleanup_confirmed || hs->st.capture_attempted)
 		return;
@@ -90,19 +90,19 @@ static void collect_now(struct sbx_hs *hs, sbx_collect_fn collect, void *ctx)
 		hs->st.capture_failed = 1;
 }
 
-int sbx_hs_execute(struct sbx_hs *hs, sbx_stage_fn stage, sbx_collect_fn collect, void *ctx,
-                   double timeout_s, double close_timeout_s, struct sbx_err *e)
+int sbx_harness_execute(struct sbx_harness *hs, sbx_prepare_fn prepare, sbx_collect_fn collect,
+                        void *ctx, double timeout_s, double close_timeout_s, struct sbx_err *e)
 {
 	if (hs->st.closing)
-		return sbx_err_set(e, SBX_EUSAGE, 0, "the harness session is closing");
+		return sbx_err_set(e, SBX_EUSAGE, 0, "the harness run_dir is closing");
 	if (hs->st.launch_started)
 		return sbx_err_set(e, SBX_EUSAGE, 0,
 		                   "this activation already launched: begin_activation first");
 	struct sbx_run_opts o;
 	sbx_run_opts_init(&o);
-	if (stage != NULL && stage(ctx, &o, e) != 0)
+	if (prepare != NULL && prepare(ctx, &o, e) != 0)
 		return -1;
-	o.session = hs->dir;
+	o.run_dir = hs->dir;
 	if (timeout_s > 0 && (o.timeout_s <= 0 || o.timeout_s > timeout_s))
 		o.timeout_s = timeout_s;
 	hs->st.launch_started = 1;
@@ -122,7 +122,7 @@ int sbx_hs_execute(struct sbx_hs *hs, sbx_stage_fn stage, sbx_collect_fn collect
 	return rc;
 }
 
-int sbx_hs_stop_harness(struct sbx_hs *hs, double timeout_s, struct sbx_err *e)
+int sbx_harness_stop(struct sbx_harness *hs, double timeout_s, struct sbx_err *e)
 {
 	if (!hs->st.launch_started) {
 		hs->st.cleanup_confirmed = 1;
@@ -135,8 +135,8 @@ int sbx_hs_stop_harness(struct sbx_hs *hs, double timeout_s, struct sbx_err *e)
 	return take_receipt(hs, timeout_s, e);
 }
 
-int sbx_hs_expire(struct sbx_hs *hs, double timeout_s, const char *reason, int *accepted,
-                  struct sbx_err *e)
+int sbx_harness_expire(struct sbx_harness *hs, double timeout_s, const char *reason, int *accepted,
+                       struct sbx_err *e)
 {
 	(void)timeout_s;
 	*accepted = 0;
@@ -150,7 +150,7 @@ int sbx_hs_expire(struct sbx_hs *hs, double timeout_s, const char *reason, int *
 	return 0;
 }
 
-int sbx_hs_read_output_log(struct sbx_hs *hs, char **text, size_t *len, struct sbx_err *e)
+int sbx_harness_read_output_log(struct sbx_harness *hs, char **text, size_t *len, struct sbx_err *e)
 {
 	*text = NULL;
 	*len = 0;
@@ -200,10 +200,10 @@ int sbx_hs_read_output_log(struct sbx_hs *hs, char **text, size_t *len, struct s
 	}
 }
 
-int sbx_hs_begin_activation(struct sbx_hs *hs, double timeout_s, struct sbx_err *e)
+int sbx_harness_begin_activation(struct sbx_harness *hs, double timeout_s, struct sbx_err *e)
 {
 	if (hs->st.closing)
-		return sbx_err_set(e, SBX_EUSAGE, 0, "the harness session is closing");
+		return sbx_err_set(e, SBX_EUSAGE, 0, "the harness run_dir is closing");
 	if (hs->st.launch_started && !hs->have_receipt) {
 		/* A previous launch must be reaped before anything is reset. */
 		if (take_receipt(hs, timeout_s, e) != 0)
@@ -226,14 +226,14 @@ int sbx_hs_begin_activation(struct sbx_hs *hs, double timeout_s, struct sbx_err 
 	return 0;
 }
 
-int sbx_hs_close(struct sbx_hs *hs, double timeout_s, struct sbx_err *e)
+int sbx_harness_close(struct sbx_harness *hs, double timeout_s, struct sbx_err *e)
 {
 	if (hs->st.closed)
 		return 0;
 	/* Close fences later activations at once, even if release then needs a retry. */
 	hs->st.closing = 1;
 	if (hs->st.launch_started && !(hs->have_receipt && hs->st.cleanup_confirmed) &&
-	    sbx_hs_stop_harness(hs, timeout_s, e) != 0)
+	    sbx_harness_stop(hs, timeout_s, e) != 0)
 		return -1;
 	if (sbx_run_close(hs->s, hs->dir, e) != 0)
 		return -1;

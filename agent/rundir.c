@@ -1,5 +1,5 @@
-/* The session folder's files, opened and read one safe way (agent/sessdir.h). */
-#include "sessdir.h"
+/* The run folder's files, opened and read one safe way (agent/rundir.h). */
+#include "rundir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,37 +9,37 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-int sbx_sessdir_open(const char *dir, int create, struct sbx_err *e)
+int sbx_rundir_open(const char *dir, int create, struct sbx_err *e)
 {
 	if (create && mkdir(dir, 0700) != 0 && errno != EEXIST)
-		return sbx_err_set(e, SBX_EUSAGE, errno, "create session folder %s", dir);
+		return sbx_err_set(e, SBX_EUSAGE, errno, "create run folder %s", dir);
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return sbx_err_set(e, SBX_EUSAGE, errno,
-		                   "session folder %s (a symlink is never followed)", dir);
+		                   "run folder %s (a symlink is never followed)", dir);
 	struct stat st;
 	if (fstat(fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
 		close(fd);
 		return sbx_err_set(e, SBX_EUSAGE, 0,
-		                   "session folder %s must be owned by uid %u and not writable by "
+		                   "run folder %s must be owned by uid %u and not writable by "
 		                   "group or other",
 		                   dir, (unsigned)geteuid());
 	}
 	return fd;
 }
 
-int sbx_sessdir_exists(int dfd, const char *name)
+int sbx_rundir_exists(int dfd, const char *name)
 {
 	struct stat st;
 	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
-int sbx_sessdir_is_file(int dfd, const char *name)
+int sbx_rundir_is_file(int dfd, const char *name)
 {
-	return sbx_sessdir_size(dfd, name) >= 0;
+	return sbx_rundir_size(dfd, name) >= 0;
 }
 
-int64_t sbx_sessdir_size(int dfd, const char *name)
+int64_t sbx_rundir_size(int dfd, const char *name)
 {
 	struct stat st;
 	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)
@@ -47,7 +47,7 @@ int64_t sbx_sessdir_size(int dfd, const char *name)
 	               : -1;
 }
 
-int sbx_sessdir_create(int dfd, const char *name, struct sbx_err *e)
+int sbx_rundir_create(int dfd, const char *name, struct sbx_err *e)
 {
 	for (int i = 0;; i++) {
 		int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
@@ -71,7 +71,7 @@ static const char *kind(mode_t m)
 	                     : "a special file";
 }
 
-int sbx_sessdir_open_file(int dfd, const char *name, struct stat *st, struct sbx_err *e)
+int sbx_rundir_open_file(int dfd, const char *name, struct stat *st, struct sbx_err *e)
 {
 	/* Looked at first, so nothing but a regular file is ever opened (opening a device can
 	 * act); checked again on the descriptor, since the name may change in between. */
@@ -95,10 +95,10 @@ int sbx_sessdir_open_file(int dfd, const char *name, struct stat *st, struct sbx
 	return fd;
 }
 
-ssize_t sbx_sessdir_read(int dfd, const char *name, char *buf, size_t cap, struct sbx_err *e)
+ssize_t sbx_rundir_read(int dfd, const char *name, char *buf, size_t cap, struct sbx_err *e)
 {
 	struct stat st;
-	int fd = sbx_sessdir_open_file(dfd, name, &st, e);
+	int fd = sbx_rundir_open_file(dfd, name, &st, e);
 	if (fd < 0)
 		return -1;
 	size_t n = 0;
@@ -120,7 +120,7 @@ ssize_t sbx_sessdir_read(int dfd, const char *name, char *buf, size_t cap, struc
 	return (ssize_t)n;
 }
 
-int sbx_sessdir_write(int dfd, const char *name, const void *data, size_t len, struct sbx_err *e)
+int sbx_rundir_write(int dfd, const char *name, const void *data, size_t len, struct sbx_err *e)
 {
 	char tmp[96];
 	snprintf(tmp, sizeof tmp, ".%s.%ld.tmp", name, (long)getpid());
@@ -153,13 +153,13 @@ int sbx_sessdir_write(int dfd, const char *name, const void *data, size_t len, s
 	return 0;
 }
 
-int sbx_sessdir_activation(int dfd, int64_t *n, struct sbx_err *e)
+int sbx_rundir_activation(int dfd, int64_t *n, struct sbx_err *e)
 {
 	*n = 1;
-	if (!sbx_sessdir_exists(dfd, "activation"))
+	if (!sbx_rundir_exists(dfd, "activation"))
 		return 0;
 	char buf[24];
-	ssize_t len = sbx_sessdir_read(dfd, "activation", buf, sizeof buf, e);
+	ssize_t len = sbx_rundir_read(dfd, "activation", buf, sizeof buf, e);
 	if (len < 0)
 		return -1;
 	int64_t v = 0;
@@ -173,11 +173,11 @@ int sbx_sessdir_activation(int dfd, int64_t *n, struct sbx_err *e)
 	return 0;
 }
 
-int sbx_sessdir_alive(int dfd)
+int sbx_rundir_alive(int dfd)
 {
 	struct stat st;
 	struct sbx_err e;
-	int fd = sbx_sessdir_open_file(dfd, "supervisor.pid", &st, &e);
+	int fd = sbx_rundir_open_file(dfd, "supervisor.pid", &st, &e);
 	if (fd < 0)
 		return 0;
 	int alive = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
@@ -185,30 +185,30 @@ int sbx_sessdir_alive(int dfd)
 	return alive;
 }
 
-int sbx_sessdir_rearm(const char *dir, struct sbx_err *e)
+int sbx_rundir_rearm(const char *dir, struct sbx_err *e)
 {
 	static const char *const moved[] = {"receipt.sig",    "output.log", "state",
 	                                    "supervisor.pid", "stop",       "expire",
 	                                    "receipt.json"};
-	int fd = sbx_sessdir_open(dir, 0, e), sub = -1, rc = -1;
+	int fd = sbx_rundir_open(dir, 0, e), sub = -1, rc = -1;
 	if (fd < 0)
 		return -1;
 	int64_t n;
 	char name[40];
-	if (sbx_sessdir_exists(fd, "closing")) {
-		sbx_err_set(e, SBX_EUSAGE, 0, "session %s is closing", dir);
+	if (sbx_rundir_exists(fd, "closing")) {
+		sbx_err_set(e, SBX_EUSAGE, 0, "run folder %s is closing", dir);
 		goto out;
 	}
-	if (sbx_sessdir_alive(fd)) {
-		sbx_err_set(e, SBX_EUSAGE, 0, "session %s: a run is still alive", dir);
+	if (sbx_rundir_alive(fd)) {
+		sbx_err_set(e, SBX_EUSAGE, 0, "run folder %s: a run is still alive", dir);
 		goto out;
 	}
 	/* Never a guess: a default number would move this activation's files over an earlier
 	 * one's. */
-	if (sbx_sessdir_activation(fd, &n, e) != 0) {
+	if (sbx_rundir_activation(fd, &n, e) != 0) {
 		char why[sizeof e->msg];
 		memcpy(why, e->msg, sizeof why);
-		sbx_err_set(e, SBX_EUSAGE, 0, "session %s: %s", dir, why);
+		sbx_err_set(e, SBX_EUSAGE, 0, "run folder %s: %s", dir, why);
 		goto out;
 	}
 	snprintf(name, sizeof name, "activation-%" PRId64, n);
@@ -223,9 +223,9 @@ int sbx_sessdir_rearm(const char *dir, struct sbx_err *e)
 	}
 	/* No receipt, but the previous rearm moved it before it could bump `activation`. */
 	int resumed =
-	        !sbx_sessdir_exists(fd, "receipt.json") && sbx_sessdir_exists(sub, "receipt.json");
-	if (!resumed && !sbx_sessdir_exists(fd, "receipt.json")) {
-		sbx_err_set(e, SBX_EUSAGE, 0, "session %s has no receipt yet", dir);
+	        !sbx_rundir_exists(fd, "receipt.json") && sbx_rundir_exists(sub, "receipt.json");
+	if (!resumed && !sbx_rundir_exists(fd, "receipt.json")) {
+		sbx_err_set(e, SBX_EUSAGE, 0, "run folder %s has no receipt yet", dir);
 		goto out;
 	}
 	for (size_t i = 0; !resumed && i < sizeof moved / sizeof moved[0]; i++) {
@@ -236,7 +236,7 @@ int sbx_sessdir_rearm(const char *dir, struct sbx_err *e)
 	}
 	char num[24];
 	int len = snprintf(num, sizeof num, "%" PRId64 "\n", n + 1);
-	rc = sbx_sessdir_write(fd, "activation", num, (size_t)len, e);
+	rc = sbx_rundir_write(fd, "activation", num, (size_t)len, e);
 out:
 	if (sub >= 0)
 		close(sub);

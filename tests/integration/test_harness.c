@@ -1,4 +1,4 @@
-/* The reference's SandboxSession in C (sbx_hs_*), over a real agent (local runner): execute
+/* The reference's SandboxSession in C (sbx_harness_*), over a real agent (local runner): execute
  * with stage and collect, artifacts collected after confirmed cleanup even when the harness
  * failed, expire before launch, stop, begin_activation, and an idempotent close that fences
  * later activations. */
@@ -31,7 +31,7 @@ struct ctx {
 	double timeout;
 	int staged, collected;
 	int collect_saw_confirmed;
-	struct sbx_hs *hs;
+	struct sbx_harness *hs;
 };
 
 static int stage(void *p, struct sbx_run_opts *o, struct sbx_err *e)
@@ -45,12 +45,12 @@ static int stage(void *p, struct sbx_run_opts *o, struct sbx_err *e)
 	return 0;
 }
 
-static int collect(void *p, struct sbx_hs *hs, struct sbx_err *e)
+static int collect(void *p, struct sbx_harness *hs, struct sbx_err *e)
 {
 	(void)e;
 	struct ctx *c = p;
-	struct sbx_hs_state st;
-	sbx_hs_state(hs, &st);
+	struct sbx_harness_state st;
+	sbx_harness_state(hs, &st);
 	c->collect_saw_confirmed = st.cleanup_confirmed;
 	c->collected++;
 	return 0;
@@ -74,12 +74,12 @@ static void execute_collect_rearm_close(void **state)
 	struct sbx_session *s = open_local();
 	char dir[PATH_MAX + 16];
 	snprintf(dir, sizeof dir, "%s/a", base);
-	struct sbx_hs *hs;
+	struct sbx_harness *hs;
 	struct sbx_err e;
-	assert_int_equal(sbx_hs_open(&hs, s, dir, &e), 0);
+	assert_int_equal(sbx_harness_open(&hs, s, dir, &e), 0);
 	struct ctx c = {.argv = {"sh", "-c", "echo working; exit 3", NULL}, .timeout = 10};
-	assert_int_equal(sbx_hs_execute(hs, stage, collect, &c, 10, 5, &e), 0);
-	const struct sbx_receipt *r = sbx_hs_receipt(hs);
+	assert_int_equal(sbx_harness_execute(hs, stage, collect, &c, 10, 5, &e), 0);
+	const struct sbx_receipt *r = sbx_harness_receipt(hs);
 	assert_non_null(r);
 	assert_true(r->verified);
 	assert_int_equal(r->status, 3);
@@ -87,22 +87,22 @@ static void execute_collect_rearm_close(void **state)
 	assert_true(c.collect_saw_confirmed);
 	char *log;
 	size_t len;
-	assert_int_equal(sbx_hs_read_output_log(hs, &log, &len, &e), 0);
+	assert_int_equal(sbx_harness_read_output_log(hs, &log, &len, &e), 0);
 	assert_non_null(strstr(log, "working\n"));
 	free(log);
 	/* Only one launch per activation; begin_activation rearms. */
-	assert_int_equal(sbx_hs_execute(hs, stage, collect, &c, 10, 5, &e), -1);
-	assert_int_equal(sbx_hs_begin_activation(hs, 5, &e), 0);
+	assert_int_equal(sbx_harness_execute(hs, stage, collect, &c, 10, 5, &e), -1);
+	assert_int_equal(sbx_harness_begin_activation(hs, 5, &e), 0);
 	c.argv[2] = "exit 0";
-	assert_int_equal(sbx_hs_execute(hs, stage, collect, &c, 10, 5, &e), 0);
-	assert_int_equal(sbx_hs_receipt(hs)->status, 0);
-	assert_int_equal(sbx_hs_receipt(hs)->activation, 2);
+	assert_int_equal(sbx_harness_execute(hs, stage, collect, &c, 10, 5, &e), 0);
+	assert_int_equal(sbx_harness_receipt(hs)->status, 0);
+	assert_int_equal(sbx_harness_receipt(hs)->activation, 2);
 	/* Close is idempotent and fences later activations. */
-	assert_int_equal(sbx_hs_close(hs, 5, &e), 0);
-	assert_int_equal(sbx_hs_close(hs, 5, &e), 0);
-	assert_int_equal(sbx_hs_begin_activation(hs, 5, &e), -1);
-	assert_int_equal(sbx_hs_execute(hs, stage, collect, &c, 10, 5, &e), -1);
-	sbx_hs_free(hs);
+	assert_int_equal(sbx_harness_close(hs, 5, &e), 0);
+	assert_int_equal(sbx_harness_close(hs, 5, &e), 0);
+	assert_int_equal(sbx_harness_begin_activation(hs, 5, &e), -1);
+	assert_int_equal(sbx_harness_execute(hs, stage, collect, &c, 10, 5, &e), -1);
+	sbx_harness_free(hs);
 	sbx_session_close(s);
 }
 
@@ -112,19 +112,19 @@ static void deadline_then_collect(void **state)
 	struct sbx_session *s = open_local();
 	char dir[PATH_MAX + 16];
 	snprintf(dir, sizeof dir, "%s/b", base);
-	struct sbx_hs *hs;
+	struct sbx_harness *hs;
 	struct sbx_err e;
-	assert_int_equal(sbx_hs_open(&hs, s, dir, &e), 0);
+	assert_int_equal(sbx_harness_open(&hs, s, dir, &e), 0);
 	struct ctx c = {.argv = {"sh", "-c", "setsid sleep 100 & sleep 100", NULL}, .timeout = 0.3};
-	assert_int_equal(sbx_hs_execute(hs, stage, collect, &c, 0.3, 5, &e), 0);
-	const struct sbx_receipt *r = sbx_hs_receipt(hs);
+	assert_int_equal(sbx_harness_execute(hs, stage, collect, &c, 0.3, 5, &e), 0);
+	const struct sbx_receipt *r = sbx_harness_receipt(hs);
 	assert_string_equal(r->trigger, "deadline");
 	assert_true(r->timed_out);
 	assert_true(r->termination_witnessed);
 	/* The harness failed (timed out), artifacts are still collected after cleanup. */
 	assert_int_equal(c.collected, 1);
-	assert_int_equal(sbx_hs_close(hs, 5, &e), 0);
-	sbx_hs_free(hs);
+	assert_int_equal(sbx_harness_close(hs, 5, &e), 0);
+	sbx_harness_free(hs);
 	sbx_session_close(s);
 }
 
@@ -134,28 +134,28 @@ static void expire_before_launch(void **state)
 	struct sbx_session *s = open_local();
 	char dir[PATH_MAX + 16];
 	snprintf(dir, sizeof dir, "%s/c", base);
-	struct sbx_hs *hs;
+	struct sbx_harness *hs;
 	struct sbx_err e;
-	assert_int_equal(sbx_hs_open(&hs, s, dir, &e), 0);
+	assert_int_equal(sbx_harness_open(&hs, s, dir, &e), 0);
 	int accepted;
-	assert_int_equal(sbx_hs_expire(hs, 5, "budget", &accepted, &e), 0);
+	assert_int_equal(sbx_harness_expire(hs, 5, "budget", &accepted, &e), 0);
 	assert_true(accepted);
-	assert_int_equal(sbx_hs_expire(hs, 5, "again", &accepted, &e), 0);
+	assert_int_equal(sbx_harness_expire(hs, 5, "again", &accepted, &e), 0);
 	assert_false(accepted); /* already requested */
 	char marker[PATH_MAX + 32];
 	snprintf(marker, sizeof marker, "%s/c/never", base);
 	char script[PATH_MAX + 64];
 	snprintf(script, sizeof script, "touch %s", marker);
 	struct ctx c = {.argv = {"sh", "-c", script, NULL}, .timeout = 10};
-	assert_int_equal(sbx_hs_execute(hs, stage, collect, &c, 10, 5, &e), 0);
-	struct sbx_hs_state st;
-	sbx_hs_state(hs, &st);
+	assert_int_equal(sbx_harness_execute(hs, stage, collect, &c, 10, 5, &e), 0);
+	struct sbx_harness_state st;
+	sbx_harness_state(hs, &st);
 	assert_true(st.expired_before_launch);
 	assert_true(st.cleanup_confirmed);
 	assert_int_equal(access(marker, F_OK), -1); /* nothing started */
-	assert_int_equal(sbx_hs_receipt(hs)->status, 124);
-	assert_int_equal(sbx_hs_close(hs, 5, &e), 0);
-	sbx_hs_free(hs);
+	assert_int_equal(sbx_harness_receipt(hs)->status, 124);
+	assert_int_equal(sbx_harness_close(hs, 5, &e), 0);
+	sbx_harness_free(hs);
 	sbx_session_close(s);
 }
 
@@ -242,18 +242,18 @@ static void supervisor_killed_by_harness(void **state)
 	char dir[PATH_MAX + 16], script[PATH_MAX + 128];
 	snprintf(dir, sizeof dir, "%s/f", base);
 	snprintf(script, sizeof script, "kill -9 $(cut -d' ' -f1 %s/supervisor.pid)", dir);
-	struct sbx_hs *hs;
+	struct sbx_harness *hs;
 	struct sbx_err e;
-	assert_int_equal(sbx_hs_open(&hs, s, dir, &e), 0);
+	assert_int_equal(sbx_harness_open(&hs, s, dir, &e), 0);
 	struct ctx c = {.argv = {"sh", "-c", script, NULL}, .timeout = 20};
-	assert_int_equal(sbx_hs_execute(hs, stage, collect, &c, 20, 2, &e), -1);
+	assert_int_equal(sbx_harness_execute(hs, stage, collect, &c, 20, 2, &e), -1);
 	assert_int_equal(e.cls, SBX_ETRANSFER);
 	assert_non_null(strstr(e.msg, "without a receipt"));
-	struct sbx_hs_state st;
-	sbx_hs_state(hs, &st);
+	struct sbx_harness_state st;
+	sbx_harness_state(hs, &st);
 	assert_false(st.cleanup_confirmed);
 	assert_int_equal(c.collected, 0); /* nothing collected from an unconfirmed run */
-	sbx_hs_free(hs);
+	sbx_harness_free(hs);
 	sbx_session_close(s);
 }
 

@@ -1,5 +1,5 @@
-/* The staging pipe (stage.h). */
-#include "stage.h"
+/* The staging pipe (splice.h). */
+#include "splice.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 #include "frame.h"
 #include "proto.h"
 
-void sbx_stage_open(struct sbx_stage *st, int out_fd)
+void sbx_splice_open(struct sbx_splice *st, int out_fd)
 {
 	struct stat sb;
 	int p[2];
@@ -31,7 +31,7 @@ void sbx_stage_open(struct sbx_stage *st, int out_fd)
 	st->limit = (size_t)cap / 2;
 }
 
-void sbx_stage_close(struct sbx_stage *st)
+void sbx_splice_close(struct sbx_splice *st)
 {
 	if (st->r >= 0) {
 		close(st->r);
@@ -40,8 +40,8 @@ void sbx_stage_close(struct sbx_stage *st)
 	st->r = st->w = -1;
 }
 
-ssize_t sbx_stage_in(struct sbx_stage *st, struct sbx_outq *q, int from_fd, size_t max,
-                     uint32_t stream, uint8_t ch)
+ssize_t sbx_splice_in(struct sbx_splice *st, struct sbx_outq *q, int from_fd, size_t max,
+                      uint32_t stream, uint8_t ch)
 {
 	if (st->r < 0 || q->spliced + max > st->limit) {
 		errno = EAGAIN;
@@ -51,16 +51,16 @@ ssize_t sbx_stage_in(struct sbx_stage *st, struct sbx_outq *q, int from_fd, size
 	if (n <= 0)
 		return n;
 	if (sbx_outq_push_spliced(q, SBX_LANE_BULK, SBX_F_DATA, 0, stream, &ch, 1, (size_t)n) != 0)
-		return SBX_STAGE_LOST;
+		return SBX_SPLICE_LOST;
 	return n;
 }
 
-int sbx_stage_full(const struct sbx_stage *st, const struct sbx_outq *q)
+int sbx_splice_full(const struct sbx_splice *st, const struct sbx_outq *q)
 {
 	return st->r >= 0 && q->spliced + SBX_DATA_CHUNK > st->limit;
 }
 
-int sbx_stage_out(struct sbx_stage *st, struct sbx_outq *q, int fd)
+int sbx_splice_out(struct sbx_splice *st, struct sbx_outq *q, int fd)
 {
 	for (int round = 0; round < 16; round++) {
 		size_t due = sbx_outq_splice_due(q);

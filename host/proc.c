@@ -39,8 +39,8 @@ static void take(struct sbx_proc_result *r, size_t cap, const char *buf, size_t 
 	r->len += n;
 }
 
-int sbx_run_capture(char *const argv[], double timeout_s, size_t out_cap, struct sbx_proc_result *r,
-                    struct sbx_err *e)
+int sbx_proc_capture(char *const argv[], double timeout_s, size_t out_cap,
+                     struct sbx_proc_result *r, struct sbx_err *e)
 {
 	memset(r, 0, sizeof *r);
 	r->output = malloc(out_cap + 1);
