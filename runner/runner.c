@@ -108,6 +108,30 @@ int sbx_sandbox_remove(const char *spec, struct sbx_err *e)
 	return sbx_secret_forget(spec, e);
 }
 
+static int pause_or_resume(const char *spec, int pause, struct sbx_err *e)
+{
+	const char *arg;
+	const struct sbx_runner_class *c = parsed(spec, &arg, e);
+	if (c == NULL)
+		return -1;
+	int (*fn)(const struct sbx_runner_class *, const char *, struct sbx_err *) =
+	        pause ? c->pause : c->resume;
+	if (fn == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "the %s runner cannot %s its sandboxes",
+		                   c->name, pause ? "pause" : "resume");
+	return fn(c, arg, e);
+}
+
+int sbx_sandbox_pause(const char *spec, struct sbx_err *e)
+{
+	return pause_or_resume(spec, 1, e);
+}
+
+int sbx_sandbox_resume(const char *spec, struct sbx_err *e)
+{
+	return pause_or_resume(spec, 0, e);
+}
+
 int sbx_sandbox_list(const char *kind, struct sbx_sandbox **out, size_t *n, struct sbx_err *e)
 {
 	*out = NULL;

@@ -14,6 +14,15 @@
 #include "err.h"
 #include "sbx.h"
 
+/* Limits a sandbox is made with (the reference's SandboxResources, and a process limit). A
+ * runner that cannot hold one it is given refuses the create (SBX_EUSAGE), never ignores it. */
+struct sbx_resources {
+	double cpu;         /* CPUs, as a quota (0.5: half of one); 0: none */
+	int64_t memory_mib; /* memory (and swap) of every process together; 0: none */
+	int64_t pids;       /* processes at once; 0: none */
+	double disk_gib;    /* the writable layer's size; 0: none */
+};
+
 /* A sandbox as its runner describes it. */
 struct sbx_sandbox {
 	char spec[192];     /* what --runner and sbx_open take: "ns:t1", "podman:c1" */
@@ -25,6 +34,8 @@ struct sbx_sandbox {
 	char image[1024];
 	char arch[16]; /* sbx architecture name; "" when unknown */
 	char id[80];   /* the engine's id, or "" */
+	int paused;    /* its processes are frozen (sbx_sandbox_pause) */
+	struct sbx_resources resources; /* what it was made with, where the runner knows */
 };
 
 struct sbx_create_opts {
@@ -35,6 +46,7 @@ struct sbx_create_opts {
 	const char *agent_dir;          /* holds ARCH/sbx-agent; NULL: sbx_agent_dir() */
 	const char *agent;              /* an explicit agent binary for the sandbox's init */
 	const char *const *engine_args; /* podman/docker: words added to `ENGINE create` */
+	struct sbx_resources resources;
 };
 
 struct sbx_open_opts {
@@ -66,6 +78,9 @@ struct sbx_runner_class {
 	/* The sandboxes sbx made of this kind; *out malloc'd (free()), *n of them. */
 	int (*list)(const struct sbx_runner_class *self, struct sbx_sandbox **out, size_t *n,
 	            struct sbx_err *e);
+	/* Freezes every process of the sandbox / lets them run again; its files stay. */
+	int (*pause)(const struct sbx_runner_class *self, const char *arg, struct sbx_err *e);
+	int (*resume)(const struct sbx_runner_class *self, const char *arg, struct sbx_err *e);
 };
 
 /* The table, NULL-terminated, in the order `sbx help` lists them. */
@@ -90,6 +105,11 @@ int sbx_sandbox_status(const char *spec, struct sbx_sandbox *sb, struct sbx_err 
 
 /* Removes the sandbox and forgets its secret. */
 int sbx_sandbox_remove(const char *spec, struct sbx_err *e);
+
+/* Freezes every process of spec's sandbox, or lets them run again (SBX_EUSAGE where the runner
+ * cannot). */
+int sbx_sandbox_pause(const char *spec, struct sbx_err *e);
+int sbx_sandbox_resume(const char *spec, struct sbx_err *e);
 
 /* The sandboxes sbx made, of one kind (NULL: every kind that can list); *out malloc'd. */
 int sbx_sandbox_list(const char *kind, struct sbx_sandbox **out, size_t *n, struct sbx_err *e);
