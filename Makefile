@@ -221,6 +221,8 @@ $(B)/fuzz/fuzz_keeper: FUZZ_EXTRA := agent/keeper.c agent/resident.c
 $(B)/fuzz/fuzz_keeper: agent/keeper.c agent/keeper.h
 $(B)/fuzz/fuzz_boot: FUZZ_EXTRA := runner/boot_dialog.c
 $(B)/fuzz/fuzz_boot: runner/boot_dialog.c runner/boot.h
+$(B)/fuzz/fuzz_inspect: FUZZ_EXTRA := runner/inspect.c -lm
+$(B)/fuzz/fuzz_inspect: runner/inspect.c runner/inspect.h
 
 $(B)/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) $(SBX_CACHE)/host/.stamp
 	@mkdir -p $(@D)

@@ -20,6 +20,7 @@
 
 #include "arch.h"
 #include "boot.h"
+#include "inspect.h"
 #include "inject.h"
 #include "procstat.h"
 #include "channel.h"
@@ -27,6 +28,7 @@
 
 #define ENGINE_TIMEOUT 120.0
 #define OUT_CAP (64 * 1024)
+#define LIST_CAP (16 * 1024 * 1024) /* a listing: about 4 KiB a container */
 
 static int check_engine(const char *engine, struct sbx_err *e)
 {
@@ -163,8 +165,16 @@ static int w_full(const struct words *v)
 	return v->n >= MAXW;
 }
 
+/* podman as a client of a service ($CONTAINER_HOST, $CONTAINER_CONNECTION): the service runs
+ * the containers with its own runtime, and the client refuses --runtime. */
+static int podman_remote(void)
+{
+	const char *h = getenv("CONTAINER_HOST"), *c = getenv("CONTAINER_CONNECTION");
+	return (h != NULL && h[0] != '\0') || (c != NULL && c[0] != '\0');
+}
+
 /* Global flags: podman here runs real containers only with runc and cgroupfs (crun fails on
- * hybrid cgroups); $SBX_PODMAN_FLAGS replaces them. */
+ * hybrid cgroups); $SBX_PODMAN_FLAGS replaces them. A podman service takes none. */
 static int w_engine(struct words *v, const char *engine, int globals, struct sbx_err *e)
 {
 	v->n = 0;
@@ -174,6 +184,8 @@ static int w_engine(struct words *v, const char *engine, int globals, struct sbx
 	if (!globals || strcmp(engine, "podman") != 0)
 		return 0;
 	const char *env = getenv("SBX_PODMAN_FLAGS");
+	if (env == NULL && podman_remote())
+		return 0;
 	if (env == NULL) {
 		w_add(v, "--runtime");
 		w_add(v, "runc");
@@ -214,6 +226,82 @@ static void w_ulimits(struct words *v)
 		w_add(v, "--ulimit");
 		w_add(v, buf);
 	}
+}
+
+/* A sandbox's limits as the engine's create flags. Memory is memory and swap together
+ * (--memory-swap equal to --memory: no swap beyond it). */
+static void w_resources(struct words *v, const struct sbx_resources *r)
+{
+	char buf[64];
+	if (r->memory_mib > 0) {
+		snprintf(buf, sizeof buf, "%lldm", (long long)r->memory_mib);
+		w_add(v, "--memory");
+		w_add(v, buf);
+		w_add(v, "--memory-swap");
+		w_add(v, buf);
+	}
+	if (r->cpu > 0) {
+		snprintf(buf, sizeof buf, "%.3f", r->cpu);
+		w_add(v, "--cpus");
+		w_add(v, buf);
+	}
+	if (r->pids > 0) {
+		snprintf(buf, sizeof buf, "%lld", (long long)r->pids);
+		w_add(v, "--pids-limit");
+		w_add(v, buf);
+	}
+	if (r->disk_gib > 0) {
+		snprintf(buf, sizeof buf, "size=%lld",
+		         (long long)(r->disk_gib * 1024 * 1024 * 1024 + 0.5));
+		w_add(v, "--storage-opt");
+		w_add(v, buf);
+	}
+}
+
+/* The engines' words for a writable-layer size their storage cannot hold (overlay needs xfs
+ * with pquota): docker "--storage-opt is supported only for overlay over xfs with 'pquota'
+ * mount option", podman "storage option overlay.size ... only supported for backingFS XFS". */
+static int storage_refused(const char *line)
+{
+	return strstr(line, "storage-opt") != NULL || strstr(line, "storage option") != NULL ||
+	       strstr(line, "overlay.size") != NULL || strstr(line, "quota") != NULL;
+}
+
+/* A limit out of the engine's range ("Range of CPUs is from 0.01 to 2.00", "Minimum memory
+ * limit allowed is 6MB"): the caller's to change. */
+static int resource_refused(const char *line)
+{
+	return strstr(line, "Range of CPUs") != NULL || strstr(line, "emory limit") != NULL ||
+	       strstr(line, "pids") != NULL || strstr(line, "PidsLimit") != NULL;
+}
+
+/* What the engine recorded is what was asked: an engine drops a limit its kernel cannot hold
+ * with only a warning (docker: "Memory limited without swap", "CPU CFS quota ... discarded");
+ * sbx refuses such a sandbox rather than hand it out unlimited. */
+static int resources_held(const char *engine, const char *name, const struct sbx_resources *r,
+                          struct sbx_err *e)
+{
+	if (r->memory_mib <= 0 && r->cpu <= 0 && r->pids <= 0 && r->disk_gib <= 0)
+		return 0;
+	struct sbx_podman_status st;
+	if (sbx_podman_status(engine, name, &st, e) != 0)
+		return -1;
+	const char *what = NULL;
+	if (r->memory_mib > 0 && st.res.memory_mib != r->memory_mib)
+		what = "memory_mib";
+	else if (r->memory_mib > 0 && st.swap_mib != r->memory_mib)
+		what = "memory_mib (swap not limited with it)";
+	else if (r->cpu > 0 && (st.res.cpu < r->cpu - 0.0015 || st.res.cpu > r->cpu + 0.0015))
+		what = "cpu";
+	else if (r->pids > 0 && st.res.pids != r->pids)
+		what = "pids";
+	else if (r->disk_gib > 0 &&
+	         (st.res.disk_gib < r->disk_gib * 0.999 || st.res.disk_gib > r->disk_gib * 1.001))
+		what = "disk_gib";
+	if (what == NULL)
+		return 0;
+	return sbx_err_set(e, SBX_EUSAGE, 0, "create %s: %s did not apply %s here", name, engine,
+	                   what);
 }
 
 /* `ENGINE image inspect --format {{.Architecture}} IMAGE`: 1 with the engine's answer in line,
@@ -271,6 +359,33 @@ static int is_absent(const char *line)
 	       strstr(line, "no such object") != NULL || strstr(line, "No such object") != NULL;
 }
 
+/* Each line of out that is one container's SBX_INSPECT_CTR_FORMAT line, to fn (the engine's
+ * warnings and errors share the output: they are not such lines). */
+static void each_ctr(char *out, void (*fn)(void *, const struct sbx_podman_status *), void *ctx)
+{
+	for (char *line = out, *end; line != NULL && *line != '\0'; line = end) {
+		end = strchr(line, '\n');
+		if (end != NULL)
+			*end++ = '\0';
+		struct sbx_podman_status st;
+		struct sbx_err e;
+		if (sbx_inspect_ctr(line, strlen(line), &st, &e) == 0)
+			fn(ctx, &st);
+	}
+}
+
+struct one_ctr {
+	const char *name;
+	struct sbx_podman_status *st;
+};
+
+static void take_one(void *ctx, const struct sbx_podman_status *st)
+{
+	struct one_ctr *o = ctx;
+	if (strcmp(st->name, o->name) == 0)
+		*o->st = *st;
+}
+
 int sbx_podman_status(const char *engine, const char *name, struct sbx_podman_status *st,
                       struct sbx_err *e)
 {
@@ -283,8 +398,7 @@ int sbx_podman_status(const char *engine, const char *name, struct sbx_podman_st
 	w_add(&v, "--type");
 	w_add(&v, "container");
 	w_add(&v, "--format");
-	w_add(&v, "{{.State.Status}}\t{{.Id}}\t{{.Config.Image}}\t{{index .Config.Labels "
-	          "\"sbx.arch\"}}\t{{index .Config.Labels \"sbx.agent\"}}");
+	w_add(&v, SBX_INSPECT_CTR_FORMAT);
 	w_add(&v, name);
 	struct sbx_proc_result r;
 	int ok;
@@ -300,23 +414,14 @@ int sbx_podman_status(const char *engine, const char *name, struct sbx_podman_st
 		}
 		return engine_fail(&r, "inspect", e);
 	}
+	struct one_ctr o = {name, st};
+	each_ctr(r.output, take_one, &o);
 	sbx_proc_result_free(&r);
-	char *f[5] = {line, NULL, NULL, NULL, NULL};
-	for (int i = 1; i < 5; i++) {
-		char *tab = f[i - 1] != NULL ? strchr(f[i - 1], '\t') : NULL;
-		if (tab != NULL) {
-			*tab = '\0';
-			f[i] = tab + 1;
-		}
-	}
-	st->exists = 1;
-	snprintf(st->state, sizeof st->state, "%.31s", f[0]);
-	snprintf(st->id, sizeof st->id, "%s", f[1] ? f[1] : "");
-	snprintf(st->image, sizeof st->image, "%s", f[2] ? f[2] : "");
-	snprintf(st->arch, sizeof st->arch, "%s",
-	         f[3] && strcmp(f[3], "<no value>") != 0 ? f[3] : "");
-	snprintf(st->agent, sizeof st->agent, "%s",
-	         f[4] && f[4][0] == '/' && strlen(f[4]) < sizeof st->agent ? f[4] : "");
+	if (!st->exists)
+		return sbx_err_set(e, SBX_EPROTOCOL, 0,
+		                   "%s inspect %s: no description of it in the "
+		                   "engine's answer",
+		                   engine, name);
 	return 0;
 }
 
@@ -503,7 +608,36 @@ static void pid_hint_write(const char *engine, const char *name, pid_t pid)
 	hint_file(p, line);
 }
 
-/* `ENGINE inspect --format {{.State.Pid}} NAME` started in the background (it runs while the
+/* 1 when pid is a process of the container whose id this is: the path of its cgroup (as
+ * /proc/PID/cgroup shows it, any controller) names that id, as both engines name their
+ * containers' cgroups (cgroupfs ".../docker/ID", ".../libpod-ID"; systemd "docker-ID.scope").
+ * A PID an engine elsewhere gave is another machine's: it fails this. */
+static int pid_is_container(pid_t pid, const char *id)
+{
+	char p[64], buf[8192];
+	if (strlen(id) != 64)
+		return 0;
+	snprintf(p, sizeof p, "/proc/%ld/cgroup", (long)pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	size_t n = 0;
+	ssize_t r;
+	while (n < sizeof buf - 1 && (r = read(fd, buf + n, sizeof buf - 1 - n)) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			break;
+		n += (size_t)r;
+	}
+	close(fd);
+	buf[n] = '\0';
+	return strstr(buf, id) != NULL;
+}
+
+#define PID_FORMAT "{{.State.Pid}} {{.Id}}"
+
+/* `ENGINE inspect --format PID_FORMAT NAME` started in the background (it runs while the
  * session's exec does); pid_collect reads its answer. */
 struct pid_query {
 	pid_t proc;
@@ -517,8 +651,8 @@ static void pid_ask(const char *engine, const char *name, struct pid_query *q)
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) != 0)
 		return;
-	char *argv[] = {(char *)engine, "inspect",        "--type",     "container",
-	                "--format",     "{{.State.Pid}}", (char *)name, NULL};
+	char *argv[] = {(char *)engine, "inspect",  "--type",     "container",
+	                "--format",     PID_FORMAT, (char *)name, NULL};
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
@@ -548,11 +682,12 @@ static int64_t pid_wait_ns(void)
 	return (int64_t)((s > 0 && s < 3600 ? s : 20.0) * 1e9);
 }
 
+/* The PID, only when it is the container's process here (pid_is_container); else 0. */
 static pid_t pid_collect(struct pid_query *q)
 {
 	if (q->proc <= 0)
 		return 0;
-	char buf[64];
+	char buf[128];
 	size_t n = 0;
 	int64_t deadline = sbx_now_ns() + pid_wait_ns();
 	struct sbx_err e;
@@ -578,20 +713,37 @@ static pid_t pid_collect(struct pid_query *q)
 			;
 		return 0;
 	}
-	long v = strtol(buf, NULL, 10);
-	return w == q->proc && WIFEXITED(st) && WEXITSTATUS(st) == 0 && v > 1 ? (pid_t)v : 0;
+	char id[80] = "";
+	long v = 0;
+	if (w != q->proc || !WIFEXITED(st) || WEXITSTATUS(st) != 0 ||
+	    sscanf(buf, "%ld %79s", &v, id) != 2 || v <= 1)
+		return 0;
+	return pid_is_container((pid_t)v, id) ? (pid_t)v : 0;
 }
 
-/* The direct socket needs the engine on this machine: not with $SBX_DIRECT=0, nor a remote engine.
- */
-static int direct_wanted(const char *engine)
+/* A unix:// URL naming a socket of this machine. */
+static int local_socket(const char *url)
+{
+	struct stat st;
+	return strncmp(url, "unix://", 7) == 0 && stat(url + 7, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+/* The direct and resident sockets need the engine on this machine: its default socket, or a
+ * $DOCKER_HOST / $CONTAINER_HOST that is a unix socket here. Not a remote one (tcp://, ssh://, a
+ * named $DOCKER_CONTEXT or $CONTAINER_CONNECTION: sbx does not resolve those), nor with
+ * $SBX_DIRECT=0. The PID such an engine gives is still checked to be the container's
+ * (pid_is_container): a socket here may forward to an engine elsewhere. */
+static int engine_local(const char *engine)
 {
 	const char *v = getenv("SBX_DIRECT");
 	if (v != NULL && strcmp(v, "0") == 0)
 		return 0;
-	if (strcmp(engine, "podman") == 0)
-		return getenv("CONTAINER_HOST") == NULL && getenv("CONTAINER_CONNECTION") == NULL;
-	return getenv("DOCKER_HOST") == NULL && getenv("DOCKER_CONTEXT") == NULL;
+	int podman = strcmp(engine, "podman") == 0;
+	const char *host = getenv(podman ? "CONTAINER_HOST" : "DOCKER_HOST");
+	const char *named = getenv(podman ? "CONTAINER_CONNECTION" : "DOCKER_CONTEXT");
+	if (named != NULL && named[0] != '\0' && (podman || strcmp(named, "default") != 0))
+		return 0;
+	return host == NULL || host[0] == '\0' || local_socket(host);
 }
 
 /* A fresh secret for the container, handed to its init's keeper (docs/supervision.md,
@@ -744,6 +896,7 @@ int sbx_podman_create(const char *engine, const char *image, const char *name,
 	w_add(&v, "--label");
 	w_add(&v, label2);
 	w_ulimits(&v);
+	w_resources(&v, &o->res);
 	w_add(&v, "--entrypoint");
 	w_add(&v, init);
 	for (const char *const *x = o->extra; x != NULL && *x != NULL; x++)
@@ -760,10 +913,21 @@ int sbx_podman_create(const char *engine, const char *image, const char *name,
 		sbx_last_line(&r, line, sizeof line);
 		int taken = strstr(line, "already in use") != NULL;
 		sbx_proc_result_free(&r);
-		return sbx_err_set(e, taken ? SBX_EUSAGE : SBX_EUNAVAILABLE, 0,
-		                   "create %s failed: %s", name, line);
+		if (o->res.disk_gib > 0 && storage_refused(line))
+			return sbx_err_set(
+			        e, SBX_EUSAGE, 0,
+			        "create %s: disk_gib: %s cannot bound the writable layer "
+			        "on this machine's storage (%s)",
+			        name, engine, line);
+		return sbx_err_set(e,
+		                   taken || resource_refused(line) ? SBX_EUSAGE : SBX_EUNAVAILABLE,
+		                   0, "create %s failed: %s", name, line);
 	}
 	sbx_proc_result_free(&r);
+	if (resources_held(engine, name, &o->res, e) != 0) {
+		remove_quiet(engine, name);
+		return -1;
+	}
 
 	snprintf(target, sizeof target, "%s:%s", name, init);
 	w_engine(&v, engine, 0, e);
@@ -784,7 +948,7 @@ int sbx_podman_create(const char *engine, const char *image, const char *name,
 	/* Its PID remembered now: the first session already goes to the resident agent. And the
 	 * sandbox's secret goes to init's keeper before anything else runs there (a remote
 	 * engine's container gets it at its first session instead: trust on first use). */
-	if (direct_wanted(engine)) {
+	if (engine_local(engine)) {
 		struct pid_query q;
 		pid_ask(engine, name, &q);
 		pid_t pid = pid_collect(&q);
@@ -802,6 +966,54 @@ int sbx_podman_create(const char *engine, const char *image, const char *name,
 
 static int open_exec(const char *engine, const char *name, const char *agent_dir, double timeout_s,
                      struct sbx_session **s, struct sbx_podman_inject *info, struct sbx_err *e);
+
+/* The first line of a small file, or "" */
+static void first_line(const char *path, char *out, size_t cap)
+{
+	out[0] = '\0';
+	FILE *f = fopen(path, "re");
+	if (f == NULL)
+		return;
+	if (fgets(out, (int)cap, f) == NULL)
+		out[0] = '\0';
+	fclose(f);
+	trim(out);
+}
+
+/* 1 when pid's cgroup is frozen or freezing (a paused container): cgroup v1's freezer.state,
+ * or v2's cgroup.freeze where the v2 hierarchy is mounted (/sys/fs/cgroup, or
+ * /sys/fs/cgroup/unified beside v1). */
+static int frozen(pid_t pid)
+{
+	char p[64], line[1024], file[PATH_MAX], v[64];
+	snprintf(p, sizeof p, "/proc/%ld/cgroup", (long)pid);
+	FILE *f = fopen(p, "re");
+	if (f == NULL)
+		return 0;
+	int yes = 0;
+	while (!yes && fgets(line, sizeof line, f) != NULL) {
+		trim(line);
+		char *c1 = strchr(line, ':'), *c2 = c1 != NULL ? strchr(c1 + 1, ':') : NULL;
+		if (c2 == NULL || strstr(c2 + 1, "..") != NULL)
+			continue;
+		*c2 = '\0';
+		if (strcmp(c1 + 1, "freezer") == 0) {
+			snprintf(file, sizeof file, "/sys/fs/cgroup/freezer%s/freezer.state",
+			         c2 + 1);
+			first_line(file, v, sizeof v);
+			yes = strcmp(v, "FROZEN") == 0 || strcmp(v, "FREEZING") == 0;
+		} else if (c1 == line + 1 && line[0] == '0' && c1 + 1 == c2) {
+			for (int i = 0; i < 2 && !yes; i++) {
+				snprintf(file, sizeof file, "/sys/fs/cgroup%s%s/cgroup.freeze",
+				         i ? "/unified" : "", c2 + 1);
+				first_line(file, v, sizeof v);
+				yes = strcmp(v, "1") == 0;
+			}
+		}
+	}
+	fclose(f);
+	return yes;
+}
 
 /* A session with the container's init when it is the resident agent (containers sbx made):
  * root, and the very agent this host would inject for its architecture; else -1 and the
@@ -836,8 +1048,12 @@ int sbx_podman_open(const char *engine, const char *name, const char *agent_dir,
 	*s = NULL;
 	if (check_engine(engine, e) != 0 || check_name(name, e) != 0)
 		return -1;
-	int want = direct_wanted(engine);
+	int want = engine_local(engine);
 	pid_t pid = want ? pid_hint_read(engine, name) : 0;
+	/* A paused container's init would take the connection and never answer: said at once. */
+	if (pid > 0 && frozen(pid))
+		return sbx_err_set(e, SBX_EUNAVAILABLE, 0, "%s container %s is paused", engine,
+		                   name);
 	if (pid > 0 && resident_open(pid, agent_dir, timeout_s, s) == 0) {
 		info->resident = 1;
 		snprintf(info->path, sizeof info->path, "(init)");
@@ -944,6 +1160,39 @@ static int open_exec(const char *engine, const char *name, const char *agent_dir
 	return rc;
 }
 
+int sbx_podman_pause(const char *engine, const char *name, int pause, struct sbx_err *e)
+{
+	if (check_engine(engine, e) != 0 || check_name(name, e) != 0)
+		return -1;
+	struct words v;
+	w_engine(&v, engine, 0, e);
+	w_add(&v, pause ? "pause" : "unpause");
+	w_add(&v, name);
+	struct sbx_proc_result r;
+	int ok;
+	if (run_engine(v.w, &r, &ok, e) != 0)
+		return -1;
+	if (ok) {
+		sbx_proc_result_free(&r);
+		return 0;
+	}
+	/* Already so, absent, stopped: the container's state says which. */
+	struct sbx_podman_status st;
+	struct sbx_err se;
+	if (sbx_podman_status(engine, name, &st, &se) == 0) {
+		if (st.exists && (pause ? st.paused : strcmp(st.state, "running") == 0)) {
+			sbx_proc_result_free(&r);
+			return 0;
+		}
+		if (!st.exists || (strcmp(st.state, "running") != 0 && !st.paused)) {
+			sbx_proc_result_free(&r);
+			return sbx_err_set(e, SBX_EUNAVAILABLE, 0, "%s container %s is %s", engine,
+			                   name, st.exists ? st.state : "absent");
+		}
+	}
+	return engine_fail(&r, pause ? "pause" : "unpause", e);
+}
+
 /* ---- the podman and docker rows of the runner table (sbx_runner.h): one set of methods,
  * the engine being the row's name ---- */
 
@@ -981,22 +1230,32 @@ static int engine_create(const struct sbx_runner_class *self, const struct sbx_c
 	return sbx_podman_create(self->name, o->image, o->name, &po, arg_out, cap, e);
 }
 
+/* A container's description as the runner table's. */
+static void to_sandbox(const struct sbx_runner_class *self, const char *name,
+                       const struct sbx_podman_status *st, struct sbx_sandbox *sb)
+{
+	memset(sb, 0, sizeof *sb);
+	snprintf(sb->spec, sizeof sb->spec, "%s:%s", self->name, name);
+	sb->kind = self->name;
+	snprintf(sb->state, sizeof sb->state, "%s", st->exists ? st->state : "absent");
+	sb->running = st->exists && strcmp(st->state, "running") == 0;
+	sb->paused = st->paused;
+	sb->pid = sb->running ? pid_hint_read(self->name, name) : 0;
+	sb->created_ns = st->created_ns;
+	snprintf(sb->image, sizeof sb->image, "%s", st->image);
+	const struct sbx_arch *a = st->arch[0] != '\0' ? arch_from_engine(st->arch) : NULL;
+	snprintf(sb->arch, sizeof sb->arch, "%s", a != NULL ? a->name : st->arch);
+	snprintf(sb->id, sizeof sb->id, "%s", st->id);
+	sb->resources = st->res;
+}
+
 static int engine_status(const struct sbx_runner_class *self, const char *arg,
                          struct sbx_sandbox *sb, struct sbx_err *e)
 {
-	memset(sb, 0, sizeof *sb);
 	struct sbx_podman_status st;
 	if (sbx_podman_status(self->name, arg, &st, e) != 0)
 		return -1;
-	snprintf(sb->spec, sizeof sb->spec, "%s:%s", self->name, arg);
-	sb->kind = self->name;
-	snprintf(sb->state, sizeof sb->state, "%s", st.exists ? st.state : "absent");
-	sb->running = st.exists && strcmp(st.state, "running") == 0;
-	sb->pid = sb->running ? pid_hint_read(self->name, arg) : 0;
-	snprintf(sb->image, sizeof sb->image, "%s", st.image);
-	const struct sbx_arch *a = st.arch[0] != '\0' ? arch_from_engine(st.arch) : NULL;
-	snprintf(sb->arch, sizeof sb->arch, "%s", a != NULL ? a->name : st.arch);
-	snprintf(sb->id, sizeof sb->id, "%s", st.id);
+	to_sandbox(self, arg, &st, sb);
 	return 0;
 }
 
@@ -1005,7 +1264,66 @@ static int engine_remove(const struct sbx_runner_class *self, const char *arg, s
 	return sbx_podman_remove(self->name, arg, e);
 }
 
-/* The containers sbx made: those with its sbx.agent label. */
+static int engine_pause(const struct sbx_runner_class *self, const char *arg, struct sbx_err *e)
+{
+	return sbx_podman_pause(self->name, arg, 1, e);
+}
+
+static int engine_resume(const struct sbx_runner_class *self, const char *arg, struct sbx_err *e)
+{
+	return sbx_podman_pause(self->name, arg, 0, e);
+}
+
+/* Runs ENGINE WORDS... for a listing: the output's cap is larger, an engine that cannot be
+ * run or does not answer is SBX_EUNAVAILABLE. *r is the caller's to free on success. */
+static int run_listing(char *const argv[], const char *what, struct sbx_proc_result *r,
+                       struct sbx_err *e)
+{
+	if (sbx_proc_capture(argv, ENGINE_TIMEOUT, LIST_CAP, r, e) != 0)
+		return -1;
+	if (r->how != SBX_PROC_EXITED || r->code != 0)
+		return engine_fail(r, what, e);
+	return 0;
+}
+
+/* The names of the lines of out that are container names (warnings are not). */
+static int names_of(char *out, char ***names, size_t *k, struct sbx_err *e)
+{
+	*names = NULL;
+	*k = 0;
+	for (char *line = out, *end; line != NULL && *line != '\0'; line = end) {
+		end = strchr(line, '\n');
+		if (end != NULL)
+			*end++ = '\0';
+		if (check_name(line, NULL) != 0)
+			continue;
+		char **g = realloc(*names, (*k + 1) * sizeof *g);
+		if (g == NULL || (g[*k] = strdup(line)) == NULL) {
+			free(g != NULL ? g : *names);
+			return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "list");
+		}
+		*names = g;
+		(*k)++;
+	}
+	return 0;
+}
+
+struct many {
+	const struct sbx_runner_class *self;
+	struct sbx_sandbox *out;
+	size_t n, cap;
+};
+
+static void take_many(void *ctx, const struct sbx_podman_status *st)
+{
+	struct many *m = ctx;
+	if (m->n < m->cap && st->made)
+		to_sandbox(m->self, st->name, st, &m->out[m->n++]);
+}
+
+/* The containers sbx made: those with its sbx.agent label, described by one inspect of many
+ * names at a time (the engine refuses the whole call when one of them went away meanwhile:
+ * then one at a time). */
 static int engine_list(const struct sbx_runner_class *self, struct sbx_sandbox **out, size_t *n,
                        struct sbx_err *e)
 {
@@ -1020,46 +1338,238 @@ static int engine_list(const struct sbx_runner_class *self, struct sbx_sandbox *
 	w_add(&v, "--format");
 	w_add(&v, "{{.Names}}");
 	struct sbx_proc_result r;
-	int ok;
-	if (run_engine(v.w, &r, &ok, e) != 0)
+	if (run_listing(v.w, "ps", &r, e) != 0)
 		return -1;
-	if (!ok)
-		return engine_fail(&r, "ps", e);
-	char **names = NULL;
-	size_t k = 0;
+	char **names;
+	size_t k;
+	int rc = names_of(r.output, &names, &k, e);
+	sbx_proc_result_free(&r);
+	if (rc != 0)
+		return -1;
+	struct many m = {self, calloc(k ? k : 1, sizeof *m.out), 0, k};
+	if (m.out == NULL)
+		rc = sbx_err_set(e, SBX_EUSAGE, ENOMEM, "list");
+	for (size_t i = 0; rc == 0 && i < k;) {
+		w_engine(&v, self->name, 0, e);
+		w_add(&v, "inspect");
+		w_add(&v, "--type");
+		w_add(&v, "container");
+		w_add(&v, "--format");
+		w_add(&v, SBX_INSPECT_CTR_FORMAT);
+		size_t first = i;
+		for (; i < k && v.n < MAXW - 1 && v.used + strlen(names[i]) + 1 < sizeof v.store;
+		     i++)
+			w_add(&v, names[i]);
+		int ok;
+		if (sbx_proc_capture(v.w, ENGINE_TIMEOUT, LIST_CAP, &r, e) != 0) {
+			rc = -1;
+			break;
+		}
+		ok = r.how == SBX_PROC_EXITED && r.code == 0;
+		if (ok) {
+			each_ctr(r.output, take_many, &m);
+		} else {
+			for (size_t j = first; j < i; j++) {
+				struct sbx_podman_status st;
+				struct sbx_err ignored; /* gone while listed: left out */
+				if (sbx_podman_status(self->name, names[j], &st, &ignored) == 0 &&
+				    st.exists)
+					take_many(&m, &st);
+			}
+		}
+		sbx_proc_result_free(&r);
+	}
+	for (size_t i = 0; i < k; i++)
+		free(names[i]);
+	free(names);
+	if (rc != 0) {
+		free(m.out);
+		return -1;
+	}
+	*out = m.out;
+	*n = m.n;
+	return 0;
+}
+
+/* ---- images sbx imported (import_once: the sbx.tarball label) ---- */
+
+struct img_list {
+	struct sbx_image *out;
+	size_t n, cap;
+	const char *kind;
+};
+
+/* The images with the sbx.tarball label, and how many containers (any state, made by anyone)
+ * were made from each. */
+static int engine_images(const struct sbx_runner_class *self, struct sbx_image **out, size_t *n,
+                         struct sbx_err *e)
+{
+	*out = NULL;
+	*n = 0;
+	struct words v;
+	struct sbx_proc_result r;
+	w_engine(&v, self->name, 0, e);
+	w_add(&v, "images");
+	w_add(&v, "-q");
+	w_add(&v, "--no-trunc");
+	w_add(&v, "--filter");
+	w_add(&v, "label=sbx.tarball");
+	if (run_listing(v.w, "images", &r, e) != 0)
+		return -1;
+	/* One inspect of them all: the ids, deduplicated (an image with two tags is listed twice).
+	 */
+	w_engine(&v, self->name, 0, e);
+	w_add(&v, "image");
+	w_add(&v, "inspect");
+	w_add(&v, "--format");
+	w_add(&v, SBX_INSPECT_IMG_FORMAT);
+	size_t fixed = v.n;
+	char seen[MAXW][72];
+	size_t nseen = 0;
 	for (char *line = r.output, *end; line != NULL && *line != '\0'; line = end) {
 		end = strchr(line, '\n');
 		if (end != NULL)
 			*end++ = '\0';
-		if (check_name(line, NULL) != 0)
+		trim(line);
+		char id[72];
+		size_t len = strlen(line);
+		const char *hex = len == 71 && strncmp(line, "sha256:", 7) == 0 ? line + 7 : line;
+		if (strlen(hex) != 64 || strspn(hex, "0123456789abcdef") != 64)
 			continue;
-		char **g = realloc(names, (k + 1) * sizeof *g);
-		if (g == NULL || (g[k] = strdup(line)) == NULL) {
-			free(g != NULL ? g : names);
-			sbx_proc_result_free(&r);
-			return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "list");
-		}
-		names = g;
-		k++;
+		memcpy(id, hex, 65);
+		int dup = 0;
+		for (size_t i = 0; i < nseen && !dup; i++)
+			dup = strcmp(seen[i], id) == 0;
+		if (dup || nseen >= MAXW - fixed - 1)
+			continue;
+		memcpy(seen[nseen++], id, 65);
+		w_add(&v, id);
 	}
 	sbx_proc_result_free(&r);
-	return sbx_runner_list_of(self, names, k, out, n, e);
+	if (nseen == 0) {
+		*out = calloc(1, sizeof **out);
+		return *out != NULL ? 0 : sbx_err_set(e, SBX_EUSAGE, ENOMEM, "images");
+	}
+	if (run_listing(v.w, "image inspect", &r, e) != 0)
+		return -1;
+	struct sbx_image *im = calloc(nseen, sizeof *im);
+	if (im == NULL) {
+		sbx_proc_result_free(&r);
+		return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "images");
+	}
+	size_t k = 0;
+	for (char *line = r.output, *end; line != NULL && *line != '\0' && k < nseen; line = end) {
+		end = strchr(line, '\n');
+		if (end != NULL)
+			*end++ = '\0';
+		struct sbx_podman_image pi;
+		struct sbx_err pe;
+		if (sbx_inspect_img(line, strlen(line), &pi, &pe) != 0 || pi.tarball[0] == '\0')
+			continue;
+		struct sbx_image *x = &im[k++];
+		x->kind = self->name;
+		snprintf(x->id, sizeof x->id, "%s", pi.id);
+		x->created_ns = pi.created_ns;
+		x->size = pi.size;
+		snprintf(x->tarball, sizeof x->tarball, "%s", pi.tarball);
+		/* The reference a create uses (sbx-BASE:SHA16) first, then the others. */
+		for (int t = 0; t < pi.ntags; t++) {
+			const char *colon = strrchr(pi.tags[t], ':');
+			int own = colon != NULL && strncmp(colon + 1, pi.tarball, 16) == 0 &&
+			          colon[17] == '\0';
+			if (own || x->ref[0] == '\0')
+				snprintf(x->ref, sizeof x->ref, "%s", pi.tags[t]);
+			if (!own && x->ntags < 4)
+				snprintf(x->tags[x->ntags++], sizeof x->tags[0], "%s", pi.tags[t]);
+		}
+	}
+	sbx_proc_result_free(&r);
+	/* Containers made from each: every container's image id, one inspect. */
+	w_engine(&v, self->name, 0, e);
+	w_add(&v, "ps");
+	w_add(&v, "-a");
+	w_add(&v, "-q");
+	w_add(&v, "--no-trunc");
+	int rc = run_listing(v.w, "ps", &r, e);
+	char **ids = NULL;
+	size_t nids = 0;
+	if (rc == 0) {
+		for (char *line = r.output, *end; line != NULL && *line != '\0'; line = end) {
+			end = strchr(line, '\n');
+			if (end != NULL)
+				*end++ = '\0';
+			if (strlen(line) != 64 || strspn(line, "0123456789abcdef") != 64)
+				continue;
+			char **g = realloc(ids, (nids + 1) * sizeof *g);
+			if (g == NULL || (g[nids] = strdup(line)) == NULL) {
+				free(g != NULL ? g : ids);
+				ids = NULL;
+				rc = sbx_err_set(e, SBX_EUSAGE, ENOMEM, "images");
+				break;
+			}
+			ids = g;
+			nids++;
+		}
+		sbx_proc_result_free(&r);
+	}
+	for (size_t i = 0; rc == 0 && i < nids;) {
+		w_engine(&v, self->name, 0, e);
+		w_add(&v, "inspect");
+		w_add(&v, "--type");
+		w_add(&v, "container");
+		w_add(&v, "--format");
+		w_add(&v, "{{.Image}}");
+		for (; i < nids && v.n < MAXW - 1; i++)
+			w_add(&v, ids[i]);
+		if (sbx_proc_capture(v.w, ENGINE_TIMEOUT, LIST_CAP, &r, e) != 0) {
+			rc = -1;
+			break;
+		}
+		for (char *line = r.output, *end; line != NULL && *line != '\0'; line = end) {
+			end = strchr(line, '\n');
+			if (end != NULL)
+				*end++ = '\0';
+			trim(line);
+			const char *hex = strncmp(line, "sha256:", 7) == 0 ? line + 7 : line;
+			for (size_t j = 0; j < k; j++)
+				if (strcmp(im[j].id, hex) == 0)
+					im[j].containers++;
+		}
+		sbx_proc_result_free(&r);
+	}
+	for (size_t i = 0; i < nids; i++)
+		free(ids[i]);
+	free(ids);
+	if (rc != 0) {
+		free(im);
+		return -1;
+	}
+	*out = im;
+	*n = k;
+	return 0;
 }
 
-const struct sbx_runner_class sbx_runner_podman = {.name = "podman",
-                                                   .boundary = 1,
-                                                   .parse = engine_parse,
-                                                   .open = engine_open,
-                                                   .create = engine_create,
-                                                   .status = engine_status,
-                                                   .remove = engine_remove,
-                                                   .list = engine_list};
+/* `ENGINE rmi` of the image's tags, never forced: an engine refuses to remove an image a
+ * container uses (podman's -f would remove those containers too). */
+static int engine_image_remove(const struct sbx_runner_class *self, const struct sbx_image *im,
+                               struct sbx_err *e)
+{
+	struct words v;
+	w_engine(&v, self->name, 0, e);
+	w_add(&v, "rmi");
+	w_add(&v, im->ref[0] != '\0' ? im->ref : im->id);
+	for (int t = 0; t < im->ntags; t++)
+		w_add(&v, im->tags[t]);
+	return run_step(v.w, "rmi", e);
+}
 
-const struct sbx_runner_class sbx_runner_docker = {.name = "docker",
-                                                   .boundary = 1,
-                                                   .parse = engine_parse,
-                                                   .open = engine_open,
-                                                   .create = engine_create,
-                                                   .status = engine_status,
-                                                   .remove = engine_remove,
-                                                   .list = engine_list};
+#define ENGINE_ROW(NAME)                                                                           \
+	{                                                                                          \
+		.name = NAME, .boundary = 1, .parse = engine_parse, .open = engine_open,           \
+		.create = engine_create, .status = engine_status, .remove = engine_remove,         \
+		.list = engine_list, .pause = engine_pause, .resume = engine_resume,               \
+		.images = engine_images, .image_remove = engine_image_remove,                      \
+	}
+
+const struct sbx_runner_class sbx_runner_podman = ENGINE_ROW("podman");
+const struct sbx_runner_class sbx_runner_docker = ENGINE_ROW("docker");

@@ -4,15 +4,17 @@
  * (`ENGINE cp`). Also the container lifecycle behind `sbx sandbox create --runner podman`.
  * See docs/runners.md.
  *
- * ENGINE is "podman" or "docker"; both share this code. Only podman runs on the build machine:
- * the docker argv is built the same way but untested there. */
+ * ENGINE is "podman" or "docker"; both share this code (their differences: docs/runners.md,
+ * "Docker and podman"). */
 #ifndef SBX_PODMAN_H
 #define SBX_PODMAN_H
 
 #include <stddef.h>
 
 #include "err.h"
+#include "inspect.h"
 #include "sbx.h"
+#include "sbx_runner.h"
 
 struct sbx_podman_create_opts {
 	const char *arch;         /* sbx architecture name; NULL: the "arch=" line of the
@@ -22,6 +24,8 @@ struct sbx_podman_create_opts {
 	const char *agent;        /* an explicit agent binary for init; NULL: from agent_dir */
 	const char *const *extra; /* NULL-terminated words added to `ENGINE create` (e.g.
 	                             "--tmpfs=/tmp:rw,noexec"); may be NULL */
+	struct sbx_resources res; /* --memory and --memory-swap, --cpus, --pids-limit,
+	                             --storage-opt size= */
 };
 
 /* Creates and starts a container named name (NULL: "sbx-XXXXXX"; written to name_out) from
@@ -29,22 +33,15 @@ struct sbx_podman_create_opts {
  * sbx-<basename without .tar>. The container runs `/.sbx-agent-<sha12> init` (the agent under
  * the name injection looks for, copied in with `ENGINE cp` before start) as PID 1, so images
  * without a shell work and the first session copies nothing; it has no network, the labels
- * sbx.arch=ARCH and sbx.agent=/.sbx-agent-<sha12>, and, with podman, runc + cgroupfs and ulimits
- * equal to the caller's (see docs/runners.md; $SBX_PODMAN_FLAGS replaces the global flags). A
- * failed create removes what it made. SBX_EUSAGE: bad name or image; SBX_EUNAVAILABLE: the engine
- * failed. */
+ * sbx.arch=ARCH and sbx.agent=/.sbx-agent-<sha12>, ulimits no higher than the caller's, and,
+ * with podman, runc + cgroupfs (see docs/runners.md; $SBX_PODMAN_FLAGS replaces the global
+ * flags). Resources become the engine's flags, and the container's description is read back
+ * before it starts: a limit the engine refused or dropped fails the create. A failed create
+ * removes what it made. SBX_EUSAGE: bad name, image or resources (a disk size the engine's
+ * storage cannot bound); SBX_EUNAVAILABLE: the engine failed. */
 int sbx_podman_create(const char *engine, const char *image, const char *name,
                       const struct sbx_podman_create_opts *o, char *name_out, size_t cap,
                       struct sbx_err *e);
-
-struct sbx_podman_status {
-	int exists;
-	char state[32]; /* the engine's: running, exited, created, paused, ... */
-	char id[80];
-	char image[256];
-	char arch[16];  /* the sbx.arch label; empty when the container has none */
-	char agent[64]; /* the sbx.agent label: init's path (sbx_podman_create); or empty */
-};
 
 /* An absent container is a success with exists == 0. */
 int sbx_podman_status(const char *engine, const char *name, struct sbx_podman_status *st,
@@ -53,6 +50,10 @@ int sbx_podman_status(const char *engine, const char *name, struct sbx_podman_st
 /* `ENGINE rm -f` (no grace: its init kills everything on SIGTERM anyway); an absent container
  * is a success. Also drops the injection hint kept for it. */
 int sbx_podman_remove(const char *engine, const char *name, struct sbx_err *e);
+
+/* `ENGINE pause` / `unpause`: the container's cgroup frozen (its files stay). Pausing a paused
+ * one, or resuming a running one, is a success; an absent or stopped one is SBX_EUNAVAILABLE. */
+int sbx_podman_pause(const char *engine, const char *name, int pause, struct sbx_err *e);
 
 enum sbx_podman_how {
 	SBX_PODMAN_REUSED = 0,   /* an agent with the same SHA-256 was already there */

@@ -166,6 +166,51 @@ int sbx_sandbox_list(const char *kind, struct sbx_sandbox **out, size_t *n, stru
 	return 0;
 }
 
+int sbx_image_list(const char *kind, struct sbx_image **out, size_t *n, struct sbx_err *e)
+{
+	*out = NULL;
+	*n = 0;
+	for (const struct sbx_runner_class *const *c = sbx_runner_classes; *c != NULL; c++) {
+		if ((kind != NULL && strcmp(kind, (*c)->name) != 0) || (*c)->images == NULL)
+			continue;
+		struct sbx_image *v;
+		size_t k;
+		if ((*c)->images(*c, &v, &k, e) != 0) {
+			free(*out);
+			*out = NULL;
+			*n = 0;
+			return -1;
+		}
+		struct sbx_image *all = realloc(*out, (*n + k + 1) * sizeof *all);
+		if (all == NULL) {
+			free(v);
+			return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "images");
+		}
+		if (k > 0)
+			memcpy(all + *n, v, k * sizeof *v);
+		free(v);
+		*out = all;
+		*n += k;
+	}
+	if (kind != NULL && *out == NULL) {
+		const char *arg;
+		if (sbx_runner_class_of(kind, &arg, e) == NULL)
+			return -1;
+	}
+	return 0;
+}
+
+int sbx_image_remove(const struct sbx_image *im, struct sbx_err *e)
+{
+	const char *arg;
+	const struct sbx_runner_class *c = sbx_runner_class_of(im->kind, &arg, e);
+	if (c == NULL)
+		return -1;
+	if (c->image_remove == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "the %s runner keeps no images", c->name);
+	return c->image_remove(c, im, e);
+}
+
 /* ---- helpers for the classes (runner.h) ---- */
 
 int sbx_runner_open_template(const char *const *tmpl, const char *agent,

@@ -32,10 +32,24 @@ struct sbx_sandbox {
 	int64_t pid;        /* its init as this machine sees it; 0 when unknown */
 	int64_t created_ns; /* ns since the epoch; 0 when unknown */
 	char image[1024];
-	char arch[16]; /* sbx architecture name; "" when unknown */
-	char id[80];   /* the engine's id, or "" */
-	int paused;    /* its processes are frozen (sbx_sandbox_pause) */
+	char arch[16];                  /* sbx architecture name; "" when unknown */
+	char id[80];                    /* the engine's id, or "" */
+	int paused;                     /* its processes are frozen (sbx_sandbox_pause) */
 	struct sbx_resources resources; /* what it was made with, where the runner knows */
+};
+
+/* An image sbx imported for its sandboxes (podman/docker: `sbx-BASE:<sha16>`, labelled
+ * sbx.tarball with the tarball's SHA-256). */
+struct sbx_image {
+	const char *kind;  /* the class's name */
+	char ref[192];     /* the name a create uses ("sbx-busybox-x86_64:0123456789abcdef") */
+	char tags[4][160]; /* its other names */
+	int ntags;
+	char id[72];      /* the engine's id, 64 hex digits */
+	char tarball[72]; /* the SHA-256 of the tarball it came from */
+	int64_t created_ns;
+	int64_t size;   /* bytes, as the engine counts them */
+	int containers; /* containers made from it, in any state, by anyone */
 };
 
 struct sbx_create_opts {
@@ -81,6 +95,12 @@ struct sbx_runner_class {
 	/* Freezes every process of the sandbox / lets them run again; its files stay. */
 	int (*pause)(const struct sbx_runner_class *self, const char *arg, struct sbx_err *e);
 	int (*resume)(const struct sbx_runner_class *self, const char *arg, struct sbx_err *e);
+	/* The images sbx imported for this kind; *out malloc'd, *n of them. */
+	int (*images)(const struct sbx_runner_class *self, struct sbx_image **out, size_t *n,
+	              struct sbx_err *e);
+	/* Removes one of them; an image a container still uses is refused, never forced. */
+	int (*image_remove)(const struct sbx_runner_class *self, const struct sbx_image *im,
+	                    struct sbx_err *e);
 };
 
 /* The table, NULL-terminated, in the order `sbx help` lists them. */
@@ -113,6 +133,12 @@ int sbx_sandbox_resume(const char *spec, struct sbx_err *e);
 
 /* The sandboxes sbx made, of one kind (NULL: every kind that can list); *out malloc'd. */
 int sbx_sandbox_list(const char *kind, struct sbx_sandbox **out, size_t *n, struct sbx_err *e);
+
+/* The images sbx imported, of one kind (NULL: every kind that has them); *out malloc'd. */
+int sbx_image_list(const char *kind, struct sbx_image **out, size_t *n, struct sbx_err *e);
+
+/* Removes im (from sbx_image_list) with its kind's engine. */
+int sbx_image_remove(const struct sbx_image *im, struct sbx_err *e);
 
 /* A command line split into words like a POSIX shell would for quoting ('...', "...", \),
  * without expansions; *words is NULL-terminated and malloc'd (sbx_words_free). */

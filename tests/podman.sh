@@ -24,11 +24,11 @@ fname=.sbx-agent-${sha:0:12}
 # A podman that logs its subcommand: in_podman_logged runs sbx with it, calls prints what it
 # was asked.
 mkdir -p "$w/bin"
-# The direct socket's background `inspect --format {{.State.Pid}}` is logged as "pid", apart: it runs
+# The direct socket's background `inspect --format '{{.State.Pid}} {{.Id}}'` is logged as "pid", apart: it runs
 # alongside the session's exec, so its place in the order is not fixed.
 cat >"$w/bin/podman" <<EOF
 #!/bin/sh
-if [ "\$1 \${5:-}" = "inspect {{.State.Pid}}" ]; then echo pid >>$w/pids; else echo "\$1" >>$w/calls; fi
+case "\$1 \${5:-}" in "inspect {{.State.Pid}}"*) echo pid >>$w/pids ;; *) echo "\$1" >>$w/calls ;; esac
 exec $(command -v podman) "\$@"
 EOF
 chmod 0755 "$w/bin/podman"
@@ -278,7 +278,7 @@ ok "no shell: the one-exec way and streaming cannot work (streaming: unavailable
 mkdir -p "$w/hang"
 cat >"$w/hang/podman" <<EOF
 #!/bin/sh
-if [ "\$1 \${5:-}" = "inspect {{.State.Pid}}" ]; then echo \$\$ >$w/hang/pid; exec sleep 1000; fi
+case "\$1 \${5:-}" in "inspect {{.State.Pid}}"*) echo \$\$ >$w/hang/pid; exec sleep 1000 ;; esac
 exec $(command -v podman) "\$@"
 EOF
 chmod 0755 "$w/hang/podman"
