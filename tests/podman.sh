@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# podman.sh SBX: the podman:NAME runner end to end, as root, with real OCI containers (runc,
+# podman.sh SBX: the podman:NAME runner (docker:NAME with SBX_ENGINE=docker) end to end, as root, with real OCI containers (runc,
 # cgroupfs). Imports build/images/{busybox,debian,noshell}-x86_64.tar under names of its own;
 # for each: create, first use is the resident agent (init's socket, no podman call; HELLO's
 # SHA-256 is the local agent's), the exec way into the same container (SBX_RESIDENT=0: init's
@@ -17,21 +17,24 @@ imgdir=$(realpath "${2:-$top/build/images}")
 export SBX_PODMAN_DIR=$w/hints
 p=t$$ # prefix of every container and image made here
 . "$top/tests/lib/podman.sh"
+# podman names imported images localhost/NAME, docker NAME.
+localhost=localhost/
+[ "$eng" = podman ] || localhost=""
 on_exit 'podman_cleanup "$p"'
 agent=$top/build/agent/x86_64/sbx-agent
 sha=$(sha256sum "$agent" | cut -d' ' -f1)
 fname=.sbx-agent-${sha:0:12}
-# A podman that logs its subcommand: in_podman_logged runs sbx with it, calls prints what it
+# A $eng that logs its subcommand: in_podman_logged runs sbx with it, calls prints what it
 # was asked.
 mkdir -p "$w/bin"
 # The direct socket's background `inspect --format '{{.State.Pid}} {{.Id}}'` is logged as "pid", apart: it runs
 # alongside the session's exec, so its place in the order is not fixed.
-cat >"$w/bin/podman" <<EOF
+cat >"$w/bin/$eng" <<EOF
 #!/bin/sh
 case "\$1 \${5:-}" in "inspect {{.State.Pid}}"*) echo pid >>$w/pids ;; *) echo "\$1" >>$w/calls ;; esac
-exec $(command -v podman) "\$@"
+exec $(command -v $eng) "\$@"
 EOF
-chmod 0755 "$w/bin/podman"
+chmod 0755 "$w/bin/$eng"
 in_podman_logged() { : >"$w/calls"; : >"$w/pids"; PATH="$w/bin:$PATH" in_podman "$@"; }
 calls() { paste -sd' ' "$w/calls"; }
 pids() { wc -l <"$w/pids"; }
@@ -42,13 +45,13 @@ foreign() { # NAME IMAGE [ENGINE ARGS...] -- CMD...
 	shift 2
 	while [ "$1" != -- ]; do a+=("$1"); shift; done
 	shift
-	podman --runtime runc --cgroup-manager cgroupfs run -d --name "$n" --network none \
+	podman_run -d --name "$n" --network none \
 		--ulimit "nofile=$(lim -n 20000):$(lim -n 20000)" --ulimit "nproc=$(lim -u 1000):$(lim -u 1000)" \
-		"${a[@]}" "$img" "$@" >/dev/null || die "podman run $n"
+		"${a[@]}" "$img" "$@" >/dev/null || die "$eng run $n"
 }
-inside_sha() { podman exec "$1" sha256sum "$2" | cut -d' ' -f1; }
+inside_sha() { $eng exec "$1" sha256sum "$2" | cut -d' ' -f1; }
 where() { # where the agent file is in a BusyBox container
-	podman exec "$1" sh -c "for d in /tmp /dev/shm /var/tmp /run ''; do [ -f \$d/$fname ] && echo \$d/$fname; done; true"
+	$eng exec "$1" sh -c "for d in /tmp /dev/shm /var/tmp /run ''; do [ -f \$d/$fname ] && echo \$d/$fname; done; true"
 }
 
 # Our own names for the tarballs (and their .sbx-image folders), so cleanup removes only ours.
@@ -69,15 +72,15 @@ ln -s a.txt "$w/task/link"
 
 for img in busybox-x86_64 debian-x86_64 noshell-x86_64; do
 	n=$p-${img%%-*}
-	[ "$("$sbx" sandbox create --runner podman --image "$w/$p-$img.tar" --name "$n")" = "podman:$n" ] ||
+	[ "$("$sbx" sandbox create --runner $eng --image "$w/$p-$img.tar" --name "$n")" = "$eng:$n" ] ||
 		die "$img: create"
-	"$sbx" sandbox status "podman:$n" | grep -qE "^podman:$n running( pid [0-9]+)? arch x86_64 " || die "$img: status"
+	"$sbx" sandbox status "$eng:$n" | grep -qE "^$eng:$n running( pid [0-9]+)? arch x86_64 " || die "$img: status"
 	ok "$img: imported as sbx-$p-$img, container $n created and running (init is the agent)"
 	in_podman_logged "$n" hello >"$w/hello" || die "$img: hello"
 	grep -qx "sha256 $sha" "$w/hello" || die "$img: HELLO's sha256 is not the local agent's: $(cat "$w/hello")"
 	[ -z "$(calls)" ] && [ "$(pids)" = 0 ] && grep -qx "channel resident" "$w/hello" ||
-		die "$img: first use took podman calls: $(calls), $(pids) pid queries, $(tail -1 "$w/hello")"
-	ok "$img: first use is the resident agent (init's socket, no podman call at all); HELLO's sha256 is the local agent's"
+		die "$img: first use took $eng calls: $(calls), $(pids) pid queries, $(tail -1 "$w/hello")"
+	ok "$img: first use is the resident agent (init's socket, no $eng call at all); HELLO's sha256 is the local agent's"
 	# The exec way into the same container (SBX_RESIDENT=0): without a shell the one-exec way
 	# fails and inspect names init's binary (label sbx.agent).
 	want=exec
@@ -86,7 +89,7 @@ for img in busybox-x86_64 debian-x86_64 noshell-x86_64; do
 	in_podman_logged "$n" hello >"$w/hello" || die "$img: hello (exec)"
 	[ "$(calls)" = "$want" ] && [ "$(pids)" = 0 ] && grep -qx "channel direct" "$w/hello" ||
 		die "$img: exec way: $(calls), $(pids) pid queries, $(tail -1 "$w/hello")"
-	rm "$SBX_PODMAN_DIR/podman-$n.pid"
+	rm "$SBX_PODMAN_DIR/$eng-$n.pid"
 	in_podman_logged "$n" hello >"$w/hello"
 	[ "$(calls)" = "$want" ] && [ "$(pids)" = 0 ] && grep -qx "channel exec" "$w/hello" ||
 		die "$img: one-shot, PID forgotten: $(calls), $(pids) pid queries, $(tail -1 "$w/hello")"
@@ -100,14 +103,14 @@ for img in busybox-x86_64 debian-x86_64 noshell-x86_64; do
 	[ "$(in_podman "$n" kind "/$fname")" = file ] && [ "$(in_podman "$n" kind "/tmp/$fname")" = absent ] ||
 		die "$img: the agent should run from init's /$fname, nothing copied"
 	unset SBX_RESIDENT
-	ok "$img: the exec way (SBX_RESIDENT=0) runs init's own binary /$fname (nothing copied) with podman calls: $want, then moves to the direct socket; with the PID forgotten a one-shot stays on podman exec and a session asks for it once (alongside the exec); SBX_DIRECT=0 stays on podman exec"
+	ok "$img: the exec way (SBX_RESIDENT=0) runs init's own binary /$fname (nothing copied) with $eng calls: $want, then moves to the direct socket; with the PID forgotten a one-shot stays on $eng exec and a session asks for it once (alongside the exec); SBX_DIRECT=0 stays on $eng exec"
 	[ "$(in_podman "$n" hello | tail -1)" = "channel resident" ] || die "$img: resident again"
 	if [ "$img" != noshell-x86_64 ]; then
-		podman exec "$n" rm /.sbx-serve/s
+		$eng exec "$n" rm /.sbx-serve/s
 		in_podman_logged "$n" hello >"$w/hello"
 		[ "$(calls)" = exec ] && grep -qx "channel direct" "$w/hello" ||
 			die "$img: socket removed: $(calls), $(tail -1 "$w/hello")"
-		ok "$img: the resident socket removed inside the container: one podman exec, then the direct socket"
+		ok "$img: the resident socket removed inside the container: one $eng exec, then the direct socket"
 	fi
 	[ "$(in_podman "$n" kind /etc)" = dir ] && [ "$(in_podman "$n" kind /nonexistent)" = absent ] &&
 		[ "$(in_podman "$n" resolve /proc/self/..)" = /proc ] || die "$img: probes"
@@ -142,15 +145,15 @@ for img in busybox-x86_64 debian-x86_64 noshell-x86_64; do
 		mkdir -p "$w/bulk"
 		head -c $((64 << 20)) /dev/urandom >"$w/bulk/a"
 		bulk=$((64 << 20))
-		bash -c '"$0" --runner "podman:$1" upload-dir "$2" /tmp/bulk >/dev/null &&
-			grep -E "^(rchar|wchar)" /proc/$$/io' "$sbx" "$n" "$w/bulk" >"$w/io" ||
+		bash -c '"$0" --runner "$3:$1" upload-dir "$2" /tmp/bulk >/dev/null &&
+			grep -E "^(rchar|wchar)" /proc/$$/io' "$sbx" "$n" "$w/bulk" "$eng" >"$w/io" ||
 			die "$img: bulk upload"
 		hr=$(sed -n 's/^rchar: //p' "$w/io") hw=$(sed -n 's/^wchar: //p' "$w/io")
-		[ "$(podman exec "$n" sha256sum /tmp/bulk/a | cut -d' ' -f1)" = "$(sha256sum "$w/bulk/a" | cut -d' ' -f1)" ] ||
+		[ "$($eng exec "$n" sha256sum /tmp/bulk/a | cut -d' ' -f1)" = "$(sha256sum "$w/bulk/a" | cut -d' ' -f1)" ] ||
 			die "$img: bulk upload differs"
 		[ "$hr" -lt $((bulk + (4 << 20))) ] && [ "$hw" -lt $((bulk + (4 << 20))) ] ||
 			die "$img: upload of $bulk bytes: the host read $hr and wrote $hw (a copy through its memory)"
-		podman exec "$n" rm -rf /tmp/bulk
+		$eng exec "$n" rm -rf /tmp/bulk
 		ok "$img: a 64 MiB upload on the resident agent: the host reads $((hr >> 20)) MiB, writes $((hw >> 20)) MiB (the files once, the pipe once; the rest spliced)"
 	fi
 	if [ "$img" != noshell-x86_64 ]; then
@@ -177,23 +180,23 @@ grep -qx "sha256 $osha" "$w/hello" && ! grep -qx "channel resident" "$w/hello" |
 [ "$(in_podman "$p-noshell" hello | tail -1)" = "channel resident" ] || die "another build: resident again"
 ok "a host with another agent build does not take the resident agent (its digest differs): the exec way delivers its own; this host's still takes it"
 n=$p-wd
-"$sbx" sandbox create --runner podman --image "sbx-$p-busybox-x86_64" --name "$n" --engine-arg --workdir=/etc >/dev/null ||
+"$sbx" sandbox create --runner $eng --image "sbx-$p-busybox-x86_64" --name "$n" --engine-arg --workdir=/etc >/dev/null ||
 	die "workdir: create"
 [ "$(in_podman "$n" hello | tail -1)" = "channel resident" ] && [ "$(in_podman "$n" exec -- pwd)" = /etc ] &&
 	[ "$(SBX_RESIDENT=0 in_podman "$n" exec -- pwd)" = /etc ] || die "workdir: a command does not start in /etc"
-"$sbx" sandbox rm "podman:$n" >/dev/null
-ok "a command started through the resident agent starts in the container's working folder (--workdir /etc), as through podman exec"
+"$sbx" sandbox rm "$eng:$n" >/dev/null
+ok "a command started through the resident agent starts in the container's working folder (--workdir /etc), as through $eng exec"
 
 # A tarball is imported once per content: a second create from the same bytes runs no import
 # (one image inspect finds sbx-BASE:SHA16); other bytes under the same basename are imported
 # as an image of their own, and sbx-BASE (latest) follows the newest import.
-create_logged() { : >"$w/calls"; PATH="$w/bin:$PATH" "$sbx" sandbox create --runner podman "$@" >/dev/null; }
+create_logged() { : >"$w/calls"; PATH="$w/bin:$PATH" "$sbx" sandbox create --runner $eng "$@" >/dev/null; }
 tsha=$(sha256sum "$imgdir/busybox-x86_64.tar" | cut -d' ' -f1)
 create_logged --image "$w/$p-busybox-x86_64.tar" --name "$p-again" || die "import once: create"
 ! grep -qx import "$w/calls" && grep -qx image "$w/calls" || die "import once: same tarball: $(calls)"
-[ "$(podman inspect --format '{{.Config.Image}}' "$p-again")" = "localhost/sbx-$p-busybox-x86_64:${tsha:0:16}" ] ||
-	die "import once: image $(podman inspect --format '{{.Config.Image}}' "$p-again")"
-[ "$(podman image inspect --format '{{index .Labels "sbx.tarball"}}' "sbx-$p-busybox-x86_64:${tsha:0:16}")" = "$tsha" ] ||
+[ "$($eng inspect --format '{{.Config.Image}}' "$p-again")" = "${localhost}sbx-$p-busybox-x86_64:${tsha:0:16}" ] ||
+	die "import once: image $($eng inspect --format '{{.Config.Image}}' "$p-again")"
+[ "$($eng image inspect --format '{{index .Config.Labels "sbx.tarball"}}' "sbx-$p-busybox-x86_64:${tsha:0:16}")" = "$tsha" ] ||
 	die "import once: label"
 [ "$(in_podman "$p-again" hello | tail -1)" = "channel resident" ] || die "import once: hello"
 mkdir -p "$w/v2"
@@ -205,9 +208,9 @@ create_logged --image "$w/v2/$p-busybox-x86_64.tar" --name "$p-v2" || die "impor
 grep -qx import "$w/calls" || die "import once: other bytes not imported: $(calls)"
 [ "$(in_podman "$p-v2" exec -- cat /etc/sbx-version)" = two ] && [ "$(in_podman "$p-again" kind /etc/sbx-version)" = absent ] ||
 	die "import once: the two containers should hold their own tarball's files"
-[ "$(podman image inspect --format '{{.Id}}' "sbx-$p-busybox-x86_64")" = "$(podman image inspect --format '{{.Id}}' "sbx-$p-busybox-x86_64:${vsha:0:16}")" ] ||
+[ "$($eng image inspect --format '{{.Id}}' "sbx-$p-busybox-x86_64")" = "$($eng image inspect --format '{{.Id}}' "sbx-$p-busybox-x86_64:${vsha:0:16}")" ] ||
 	die "import once: sbx-$p-busybox-x86_64 (latest) is not the newest import"
-"$sbx" sandbox rm "podman:$p-again" >/dev/null && "$sbx" sandbox rm "podman:$p-v2" >/dev/null
+"$sbx" sandbox rm "$eng:$p-again" >/dev/null && "$sbx" sandbox rm "$eng:$p-v2" >/dev/null
 ok "a tarball is imported once per content: a second create from the same bytes runs no import (sbx-BASE:SHA16 found, labelled sbx.tarball); other bytes under the same name get their own image, and sbx-BASE follows the newest"
 
 # ---- injection into containers sbx did not create (BusyBox, shell-less) ----
@@ -215,53 +218,53 @@ bb=sbx-$p-busybox-x86_64
 n=$p-f1
 foreign "$n" "$bb" -- sleep 1000000
 in_podman_logged "$n" hello | grep -qx "sha256 $sha" || die "missing: hello"
-[ "$(calls)" = exec ] || die "missing: podman calls: $(calls)"
+[ "$(calls)" = exec ] || die "missing: $eng calls: $(calls)"
 [ "$(where "$n")" = "/tmp/$fname" ] && [ "$(inside_sha "$n" "/tmp/$fname")" = "$sha" ] &&
-	[ "$(podman exec "$n" stat -c %a "/tmp/$fname")" = 755 ] || die "missing: agent at $(where "$n")"
-[ -z "$(podman exec "$n" sh -c 'ls -a /tmp | grep "^\.sbx-agent-.*\." || true')" ] || die "missing: a temporary left"
-ok "missing: delivered and started in one podman exec (sh reports uname -m, receives the agent on the same stdin): /tmp/$fname 0755, identical bytes, no temporary left"
-before=$(podman exec "$n" stat -c '%i %Z' "/tmp/$fname")
+	[ "$($eng exec "$n" stat -c %a "/tmp/$fname")" = 755 ] || die "missing: agent at $(where "$n")"
+[ -z "$($eng exec "$n" sh -c 'ls -a /tmp | grep "^\.sbx-agent-.*\." || true')" ] || die "missing: a temporary left"
+ok "missing: delivered and started in one $eng exec (sh reports uname -m, receives the agent on the same stdin): /tmp/$fname 0755, identical bytes, no temporary left"
+before=$($eng exec "$n" stat -c '%i %Z' "/tmp/$fname")
 sleep 1
 in_podman_logged "$n" hello >/dev/null
-[ "$(calls)" = exec ] && [ "$(podman exec "$n" stat -c '%i %Z' "/tmp/$fname")" = "$before" ] ||
+[ "$(calls)" = exec ] && [ "$($eng exec "$n" stat -c '%i %Z' "/tmp/$fname")" = "$before" ] ||
 	die "reuse: copied again or more calls: $(calls)"
-ok "reuse: a second connection is one podman exec that finds /tmp/$fname (same inode and ctime)"
-podman exec "$n" sh -c "printf '#!/bin/sh\necho garbage\n' > /tmp/$fname; chmod 0755 /tmp/$fname"
+ok "reuse: a second connection is one $eng exec that finds /tmp/$fname (same inode and ctime)"
+$eng exec "$n" sh -c "printf '#!/bin/sh\necho garbage\n' > /tmp/$fname; chmod 0755 /tmp/$fname"
 in_podman "$n" hello | grep -qx "sha256 $sha" || die "stale script not replaced"
 [ "$(inside_sha "$n" "/tmp/$fname")" = "$sha" ] || die "stale file still there"
 ok "stale: a script planted at /tmp/$fname (it prints garbage where frames belong) is replaced; HELLO matches"
-podman cp "$top/build/agent/i386/sbx-agent" "$n:/tmp/$fname"
+$eng cp "$top/build/agent/i386/sbx-agent" "$n:/tmp/$fname"
 [ "$(inside_sha "$n" "/tmp/$fname")" != "$sha" ] || die "plant"
 in_podman "$n" hello | grep -qx "sha256 $sha" || die "another agent not replaced"
 [ "$(inside_sha "$n" "/tmp/$fname")" = "$sha" ] || die "other agent still there"
 ok "stale: another agent (i386, a different SHA-256) at the expected path answers HELLO; replaced"
-podman exec "$n" rm -f "/tmp/$fname"
+$eng exec "$n" rm -f "/tmp/$fname"
 in_podman_logged "$n" hello | grep -qx "sha256 $sha" || die "missing agent"
 [ "$(calls)" = exec ] && [ "$(where "$n")" = "/tmp/$fname" ] || die "deleted: $(calls)"
 ok "missing again: the agent deleted inside the container is delivered again in one exec"
 
 n=$p-noexec
 foreign "$n" "$bb" --tmpfs=/tmp:rw,noexec -- sleep 1000000
-podman exec "$n" grep -q ' /tmp tmpfs .*noexec' /proc/mounts || die "no noexec /tmp"
+$eng exec "$n" grep -q ' /tmp tmpfs .*noexec' /proc/mounts || die "no noexec /tmp"
 in_podman_logged "$n" hello | grep -qx "sha256 $sha" || die "noexec: hello"
 at=$(where "$n")
 case $at in "" | /tmp/* | /dev/shm/*) die "noexec: agent at '$at'" ;; esac
-[ "$(calls)" = exec ] && [ -z "$(podman exec "$n" sh -c 'ls -a /tmp /dev/shm | grep sbx-agent || true')" ] ||
+[ "$(calls)" = exec ] && [ -z "$($eng exec "$n" sh -c 'ls -a /tmp /dev/shm | grep sbx-agent || true')" ] ||
 	die "noexec: $(calls), or something left in /tmp or /dev/shm"
 ok "noexec /tmp (--tmpfs /tmp:rw,noexec; /dev/shm is noexec too): one exec; the agent runs from $at, nothing left in /tmp or /dev/shm"
 
 n=$p-stream
 foreign "$n" "$bb" -- sleep 1000000
 SBX_PODMAN_COPY=stream in_podman "$n" hello | grep -qx "sha256 $sha" || die "stream: hello"
-[ "$(podman exec "$n" stat -c %a "/tmp/$fname")" = 755 ] || die "stream: mode"
-ok "the older way, without podman cp: streamed through sh -c 'cat > tmp && chmod && mv' (0755); HELLO matches"
+[ "$($eng exec "$n" stat -c %a "/tmp/$fname")" = 755 ] || die "stream: mode"
+ok "the older way, without $eng cp: streamed through sh -c 'cat > tmp && chmod && mv' (0755); HELLO matches"
 n=$p-cp
 foreign "$n" "$bb" -- sleep 1000000
 : >"$w/calls"
 SBX_NO_BOOT=1 PATH="$w/bin:$PATH" in_podman "$n" hello | grep -qx "sha256 $sha" || die "cp: hello"
 [ "$(calls)" = "inspect image cp exec" ] && [ "$(inside_sha "$n" "/tmp/$fname")" = "$sha" ] ||
-	die "cp: podman calls: $(calls)"
-ok "without the one-exec way (SBX_NO_BOOT=1): inspect, image inspect, podman cp, exec; the agent at /tmp/$fname"
+	die "cp: $eng calls: $(calls)"
+ok "without the one-exec way (SBX_NO_BOOT=1): inspect, image inspect, $eng cp, exec; the agent at /tmp/$fname"
 
 n=$p-noshell2
 foreign "$n" "sbx-$p-noshell-x86_64" -- /hello --wait
@@ -270,18 +273,18 @@ SBX_PODMAN_COPY=stream in_podman "$n" hello >/dev/null 2>&1 || rc=$?
 [ $rc = 3 ] || die "noshell: streaming should fail without a shell (exit $rc)"
 in_podman_logged "$n" hello | grep -qx "sha256 $sha" || die "noshell: native copy"
 [ "$(calls)" = "exec inspect image cp exec" ] && [ "$(in_podman "$n" kind "/tmp/$fname")" = file ] ||
-	die "noshell: podman calls: $(calls)"
-ok "no shell: the one-exec way and streaming cannot work (streaming: unavailable, exit 3); the native copy does (exec refused, inspect, image inspect, podman cp, exec)"
+	die "noshell: $eng calls: $(calls)"
+ok "no shell: the one-exec way and streaming cannot work (streaming: unavailable, exit 3); the native copy does (exec refused, inspect, image inspect, $eng cp, exec)"
 
 # An engine that hangs when asked for the container's PID: killed (with its children) after
-# SBX_PODMAN_PID_WAIT seconds; the session goes on over podman exec.
+# SBX_PODMAN_PID_WAIT seconds; the session goes on over $eng exec.
 mkdir -p "$w/hang"
-cat >"$w/hang/podman" <<EOF
+cat >"$w/hang/$eng" <<EOF
 #!/bin/sh
 case "\$1 \${5:-}" in "inspect {{.State.Pid}}"*) echo \$\$ >$w/hang/pid; exec sleep 1000 ;; esac
-exec $(command -v podman) "\$@"
+exec $(command -v $eng) "\$@"
 EOF
-chmod 0755 "$w/hang/podman"
+chmod 0755 "$w/hang/$eng"
 n=$p-hang
 foreign "$n" "$bb" -- sleep 1000000
 t0=$(now)
@@ -290,17 +293,17 @@ t1=$(now)
 echo "$out" | grep -q '"channel":"exec"' || die "hang: $out"
 calc "$t1 - $t0 < 10" | grep -qx True || die "hang: took $(calc "$t1 - $t0") s"
 ! kill -0 "$(cat "$w/hang/pid")" 2>/dev/null || die "hang: the hung inspect is still running"
-ok "a hung engine asked for the PID is killed after SBX_PODMAN_PID_WAIT (1 s here, 20 by default); the session stays on podman exec"
+ok "a hung engine asked for the PID is killed after SBX_PODMAN_PID_WAIT (1 s here, 20 by default); the session stays on $eng exec"
 
 rc=0
 in_podman "$p-absent" hello 2>/dev/null || rc=$?
 [ $rc = 3 ] || die "absent container: exit $rc"
-podman stop -t 0 "$p-stream" >/dev/null 2>&1 || true
+$eng stop -t 0 "$p-stream" >/dev/null 2>&1 || true
 rc=0
 in_podman "$p-stream" hello 2>"$w/err" || rc=$?
 [ $rc = 3 ] && grep -q "is exited" "$w/err" || die "stopped container: exit $rc $(cat "$w/err")"
 rc=0
-"$sbx" sandbox status "podman:$p-stream" >/dev/null || rc=$?
+"$sbx" sandbox status "$eng:$p-stream" >/dev/null || rc=$?
 [ $rc = 1 ] || die "status of a stopped container: $rc"
 ok "absent and stopped containers: unavailable (exit 3); status exits 1"
 
@@ -308,26 +311,26 @@ ok "absent and stopped containers: unavailable (exit 3); status exits 1"
 n=$p-bench
 foreign "$n" "$bb" -- sleep 1000000
 t0=$(now)
-podman exec "$n" true
+$eng exec "$n" true
 t1=$(now)
 in_podman "$n" hello >/dev/null
 t2=$(now)
 in_podman "$n" hello >/dev/null
 t3=$(now)
-echo "  figure: podman exec N true $(calc "round($t1-$t0,3)") s; injection + first HELLO $(calc "round($t2-$t1,3)") s (x$(calc "round(($t2-$t1)/($t1-$t0),1)")); later HELLO $(calc "round($t3-$t2,3)") s"
+echo "  figure: $eng exec N true $(calc "round($t1-$t0,3)") s; injection + first HELLO $(calc "round($t2-$t1,3)") s (x$(calc "round(($t2-$t1)/($t1-$t0),1)")); later HELLO $(calc "round($t3-$t2,3)") s"
 for i in $(seq 1 1000); do echo "{\"id\":$i,\"op\":\"kind\",\"path\":\"/tmp\"}"; done >"$w/probes"
 t0=$(now)
 in_podman "$n" session <"$w/probes" >"$w/answers"
 t1=$(now)
 [ "$(grep -c '"kind":"dir"' "$w/answers")" = 1000 ] || die "1000 probes"
-for i in $(seq 1 20); do podman exec "$n" sh -c '[ -d /tmp ]'; done
+for i in $(seq 1 20); do $eng exec "$n" sh -c '[ -d /tmp ]'; done
 t2=$(now)
 per_s=$(calc "($t1-$t0)/1000")
 per_p=$(calc "($t2-$t1)/20")
-echo "  figure: 1000 kind probes over one session $(calc "round($t1-$t0,3)") s ($(calc "round($per_s*1e6)") us each, session start included); podman exec sh -c '[ -d /tmp ]' $(calc "round($per_p*1e3,1)") ms each; x$(calc "round($per_p/$per_s)") per probe"
+echo "  figure: 1000 kind probes over one session $(calc "round($t1-$t0,3)") s ($(calc "round($per_s*1e6)") us each, session start included); $eng exec sh -c '[ -d /tmp ]' $(calc "round($per_p*1e3,1)") ms each; x$(calc "round($per_p/$per_s)") per probe"
 ok "figures measured (1000 answers, all dir)"
 
-for c in busybox debian noshell f1 noshell2 noexec stream cp hang bench; do "$sbx" sandbox rm "podman:$p-$c"; done
-"$sbx" sandbox rm "podman:$p-busybox"
-[ "$("$sbx" sandbox status "podman:$p-busybox" || true)" = "podman:$p-busybox absent" ] || die "rm"
+for c in busybox debian noshell f1 noshell2 noexec stream cp hang bench; do "$sbx" sandbox rm "$eng:$p-$c"; done
+"$sbx" sandbox rm "$eng:$p-busybox"
+[ "$("$sbx" sandbox status "$eng:$p-busybox" || true)" = "$eng:$p-busybox absent" ] || die "rm"
 ok "sandbox rm removes containers; rm of an absent one succeeds"

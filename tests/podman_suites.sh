@@ -1,6 +1,6 @@
 #!/bin/bash
 # podman_suites.sh SBX [IMAGEDIR]: the transfer and supervision suites of ns_suites.sh through
-# podman containers (podman:NAME runner, agent injected on first use), as root, on
+# podman containers (podman:NAME runner; docker:NAME with SBX_ENGINE=docker, agent injected on first use), as root, on
 # busybox-x86_64, debian-x86_64, noshell-x86_64 (transfers only: no shell, so no harness) and
 # busybox-aarch64 run under QEMU through binfmt_misc:
 # - fidelity by replay: the fidelity tree (tests/lib/fidelity_tree.sh) uploaded into container
@@ -63,7 +63,7 @@ case " $images " in *-aarch64*)
 esac
 
 . "$top/tests/lib/escapes.sh"
-# A container the exec way (SBX_RESIDENT=0: podman exec, then the direct socket), not through
+# A container the exec way (SBX_RESIDENT=0: ENGINE exec, then the direct socket), not through
 # its resident agent: the suites cross both.
 in_podman_exec() { SBX_RESIDENT=0 in_podman "$@"; }
 
@@ -74,9 +74,9 @@ for image in $images; do
 	ln -s "$imgdir/$image.tar" "$w/$p-$image.tar"
 	ln -s "$imgdir/$image" "$w/$p-$image"
 	a=$p-${image}-a b=$p-${image}-b
-	"$sbx" sandbox create --runner podman --image "$w/$p-$image.tar" --name "$a" >/dev/null ||
+	"$sbx" sandbox create --runner "$eng" --image "$w/$p-$image.tar" --name "$a" >/dev/null ||
 		die "$image: create A"
-	"$sbx" sandbox create --runner podman --image "sbx-$p-$image" --name "$b" >/dev/null ||
+	"$sbx" sandbox create --runner "$eng" --image "sbx-$p-$image" --name "$b" >/dev/null ||
 		die "$image: create B"
 	# A is reached through its resident agent (init's socket); B the exec way.
 	in_podman "$a" --json hello >"$w/hello" || die "$image: hello"
@@ -134,12 +134,12 @@ for image in $images; do
 	# ---- supervision ----
 	if [ "$image" != noshell-x86_64 ]; then
 		check_escapes in_podman "$a" "$image" "$w/rec"
-		# The same view from outside: podman's own process list of the container.
-		left=$(podman top "$a" args 2>/dev/null | grep -E 'sleep|sh -c' || true)
-		[ -z "$left" ] || die "$image: podman top shows: $left"
-		ok "$image: ${#escape_cases[@]} escaping harnesses (setsid, double fork, TERM ignored, SIGSTOP): receipts verified, termination witnessed, nothing left (/proc inside, podman top outside)"
+		# The same view from outside: the engine's own process list of the container.
+		left=$(if [ "$eng" = podman ]; then podman top "$a" args; else docker top "$a" -o args; fi 2>/dev/null | grep -E 'sleep|sh -c' || true)
+		[ -z "$left" ] || die "$image: $eng top shows: $left"
+		ok "$image: ${#escape_cases[@]} escaping harnesses (setsid, double fork, TERM ignored, SIGSTOP): receipts verified, termination witnessed, nothing left (/proc inside, $eng top outside)"
 	fi
 
-	"$sbx" sandbox rm "podman:$a" "podman:$b" >/dev/null || die "$image: rm"
-	podman rmi -f "sbx-$p-$image" >/dev/null 2>&1 || true
+	"$sbx" sandbox rm "$eng:$a" "$eng:$b" >/dev/null || die "$image: rm"
+	$eng rmi -f "sbx-$p-$image" >/dev/null 2>&1 || true
 done

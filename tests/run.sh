@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh HOSTDIR FUZZDIR: runs the cmocka unit tests (tests/unit/) and integration tests
 # (tests/integration/; the supervision and session ones under several runners and users), the
-# shell suites (tests/*.sh), every agent's selftest natively and under qemu-ARCH-static, a
+# shell suites (tests/*.sh; the podman ones against Docker too, with a dockerd of its own when
+# none answers), every agent's selftest natively and under qemu-ARCH-static, a
 # session smoke test on every architecture, and the fuzz targets over their seed corpora; ends
 # with one line "N passed, N failed" (exit 1 when any failed). tests/README.md: adding a test.
 set -u
@@ -157,6 +158,19 @@ checks "sbx rollout: the main job on ns + BusyBox" "$top/tests/rollout.sh" "$hos
 checks "podman runner: OCI containers, agent injection (root, podman+runc)" "$top/tests/podman.sh" "$hostdir/sbx" "$top/build/images"
 checks "kubectl (fake kubectl, chroot pods) and ssh (private sshd) runners (root)" "$top/tests/remote_runners.sh" "$hostdir/sbx" "$top/build/images"
 checks "transfer and supervision suites on podman (BusyBox, Debian, noshell, BusyBox aarch64 under QEMU)" "$top/tests/podman_suites.sh" "$hostdir/sbx" "$top/build/images"
+
+echo "== docker (the podman suites against Docker; a private dockerd when none answers)"
+. "$top/tests/lib/docker.sh"
+docker_dir=$(mktemp -d /tmp/sbx-dockerd-XXXXXX)
+trap 'docker_down "$docker_dir"' EXIT
+one "a Docker engine answers (toolchain/deps.sh installs docker.io; tests/lib/docker.sh)" docker_up "$docker_dir"
+checks "docker runner: the podman runner's suite on docker:NAME (DOCKER_HOST a local socket)" \
+	env SBX_ENGINE=docker "$top/tests/podman.sh" "$hostdir/sbx" "$top/build/images"
+checks "transfer and supervision suites on docker (BusyBox, Debian, noshell, BusyBox aarch64 under QEMU)" \
+	env SBX_ENGINE=docker "$top/tests/podman_suites.sh" "$hostdir/sbx" "$top/build/images"
+checks "sbx rollout --runner docker: the example task" env SBX_ENGINE=docker "$top/tests/rollout.sh" "$hostdir/sbx"
+docker_down "$docker_dir"
+trap - EXIT
 
 echo "== session integration (local, qemu:aarch64)"
 cmocka "test_session local" env SBX_TEST_RUNNER=local "$hostdir/tests/test_session"

@@ -70,7 +70,9 @@ via_fake() {
 	"$sbx" --via "$fake_agent $modes" "$@"
 }
 
-# in_ns NAME ARGS..., in_podman NAME ARGS...: $sbx on the ns sandbox or podman container NAME.
+# in_ns NAME ARGS..., in_podman NAME ARGS...: $sbx on the ns sandbox or container NAME (of
+# $eng: podman, or docker with SBX_ENGINE=docker, for the suites that run on both).
+eng=${SBX_ENGINE:-podman}
 in_ns() {
 	local n=$1
 	shift
@@ -79,7 +81,7 @@ in_ns() {
 in_podman() {
 	local n=$1
 	shift
-	"$sbx" --runner "podman:$n" "$@"
+	"$sbx" --runner "$eng:$n" "$@"
 }
 
 # remove_sandboxes: removes every ns sandbox in $SBX_NS_DIR (an on_exit of the ns suites).
@@ -117,8 +119,8 @@ suite_end() {
 	exit $status
 }
 
-# suite_begin [root] [podman] [tmpfs[=SIZE]]: checks what the suite needs (root; podman on
-# PATH) and makes $w, removed on exit after the on_exit commands. With tmpfs the suite runs
+# suite_begin [root] [podman] [tmpfs[=SIZE]]: checks what the suite needs (root; $eng on
+# PATH, and answering) and makes $w, removed on exit after the on_exit commands. With tmpfs the suite runs
 # in a private mount namespace (it runs itself again under unshare -m) and $w is a tmpfs
 # (0755, SIZE as mount takes it), so nothing it writes reaches the machine's folders.
 suite_begin() {
@@ -126,7 +128,7 @@ suite_begin() {
 	for need in "$@"; do
 		case $need in
 		root) [ "$(id -u)" = 0 ] || missing="needs root" ;;
-		podman) command -v podman >/dev/null || missing="no podman (toolchain/deps.sh installs it)" ;;
+		podman) command -v "$eng" >/dev/null || missing="no $eng (toolchain/deps.sh installs it)" ;;
 		tmpfs) suite_tmpfs=1 ;;
 		tmpfs=*) suite_tmpfs=1 size=,size=${need#tmpfs=} ;;
 		*) missing="suite_begin: unknown need '$need'" ;;
