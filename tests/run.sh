@@ -168,6 +168,8 @@ checks "docker runner: the podman runner's suite on docker:NAME (DOCKER_HOST a l
 	env SBX_ENGINE=docker "$top/tests/podman.sh" "$hostdir/sbx" "$top/build/images"
 checks "transfer and supervision suites on docker (BusyBox, Debian, noshell, BusyBox aarch64 under QEMU)" \
 	env SBX_ENGINE=docker "$top/tests/podman_suites.sh" "$hostdir/sbx" "$top/build/images"
+checks "local and remote engines: unix:// sockets here are local (resident, direct), tcp:// is exec only" \
+	"$top/tests/engine_host.sh" "$hostdir/sbx"
 checks "sbx rollout --runner docker: the example task" env SBX_ENGINE=docker "$top/tests/rollout.sh" "$hostdir/sbx"
 docker_down "$docker_dir"
 trap - EXIT

@@ -120,7 +120,8 @@ suite_end() {
 }
 
 # suite_begin [root] [podman] [tmpfs[=SIZE]]: checks what the suite needs (root; $eng on
-# PATH, and answering) and makes $w, removed on exit after the on_exit commands. With tmpfs the suite runs
+# PATH: podman, or docker with SBX_ENGINE=docker) and makes $w, removed on exit after the
+# on_exit commands. With tmpfs the suite runs
 # in a private mount namespace (it runs itself again under unshare -m) and $w is a tmpfs
 # (0755, SIZE as mount takes it), so nothing it writes reaches the machine's folders.
 suite_begin() {
