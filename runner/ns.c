@@ -1137,6 +1137,9 @@ static int ns_create(const struct sbx_runner_class *self, const struct sbx_creat
 		return sbx_err_set(e, SBX_EUSAGE, 0, "engine arguments are for podman and docker");
 	if (o->image == NULL)
 		return sbx_err_set(e, SBX_EUSAGE, 0, "ns: create needs an image folder");
+	const struct sbx_resources *r = &o->resources;
+	if (r->cpu > 0 || r->memory_mib > 0 || r->pids > 0 || r->disk_gib > 0)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "ns: resources are not held by this runner");
 	struct sbx_ns_opts no = {.arch = o->arch, .agent_dir = o->agent_dir, .agent = o->agent};
 	return sbx_ns_create(o->image, o->name, &no, arg_out, cap, e);
 }

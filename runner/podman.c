@@ -1226,7 +1226,8 @@ static int engine_create(const struct sbx_runner_class *self, const struct sbx_c
 	struct sbx_podman_create_opts po = {.arch = o->arch,
 	                                    .agent_dir = o->agent_dir,
 	                                    .agent = o->agent,
-	                                    .extra = o->engine_args};
+	                                    .extra = o->engine_args,
+	                                    .res = o->resources};
 	return sbx_podman_create(self->name, o->image, o->name, &po, arg_out, cap, e);
 }
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "arch.h"
 #include "runner.h"
@@ -62,6 +63,41 @@ int sbx_open(const char *spec, const struct sbx_open_opts *o, struct sbx_session
 	return 0;
 }
 
+/* The bundled images by name (busybox, debian, noshell): build/images/NAME-ARCH (a folder for
+ * ns, NAME-ARCH.tar for an engine) beside the agents ($SBX_IMAGE_DIR, else AGENT_DIR/../images),
+ * for the create's architecture (this machine's by default). 1 when o->image is one of those
+ * names and the file exists (the name then means it, not an engine's image of that name). */
+static int bundled_image(const struct sbx_runner_class *c, const struct sbx_create_opts *o,
+                         char *out, size_t cap)
+{
+	static const char *const names[] = {"busybox", "debian", "noshell", NULL};
+	int known = 0;
+	for (const char *const *n = names; *n != NULL; n++)
+		known |= strcmp(o->image, *n) == 0;
+	if (!known)
+		return 0;
+	const struct sbx_arch *a = sbx_arch_by_name(o->arch != NULL ? o->arch : sbx_arch_self());
+	if (a == NULL)
+		return 0;
+	char dir[PATH_MAX];
+	const char *env = getenv("SBX_IMAGE_DIR");
+	struct sbx_err e;
+	if (env != NULL && env[0] != '\0')
+		snprintf(dir, sizeof dir, "%s", env);
+	else if (o->agent_dir != NULL)
+		snprintf(dir, sizeof dir, "%s/../images", o->agent_dir);
+	else if (sbx_agent_dir(dir, sizeof dir - 10, &e) == 0)
+		strcat(dir, "/../images");
+	else
+		return 0;
+	int ns = strcmp(c->name, "ns") == 0;
+	if ((size_t)snprintf(out, cap, "%s/%s-%s%s", dir, o->image, a->name, ns ? "" : ".tar") >=
+	    cap)
+		return 0;
+	struct stat st;
+	return stat(out, &st) == 0 && (ns ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode));
+}
+
 int sbx_sandbox_create(const char *kind, const struct sbx_create_opts *o, char *spec_out,
                        size_t cap, struct sbx_err *e)
 {
@@ -72,6 +108,13 @@ int sbx_sandbox_create(const char *kind, const struct sbx_create_opts *o, char *
 	if (c->create == NULL || arg != NULL)
 		return sbx_err_set(e, SBX_EUSAGE, 0, "the %s runner does not create sandboxes%s",
 		                   c->name, arg != NULL ? " (give the kind alone)" : "");
+	struct sbx_create_opts bo;
+	char bundled[PATH_MAX];
+	if (o->image != NULL && bundled_image(c, o, bundled, sizeof bundled)) {
+		bo = *o;
+		bo.image = bundled;
+		o = &bo;
+	}
 	char made[128];
 	if (c->create(c, o, made, sizeof made, e) != 0)
 		return -1;

@@ -59,8 +59,8 @@ gen=$("$sbx" sandbox create --image "$img")
 [[ $gen =~ ^sbx-[a-z0-9]{6}$ ]] || die "generated name '$gen'"
 "$sbx" sandbox rm "$gen"
 ok "a generated name: $gen"
-[ "$("$sbx" sandbox ls | awk '{print $1 " " $2}' | tr '\n' ' ')" = "A running B running " ] ||
-	die "ls: $("$sbx" sandbox ls)"
+[ "$("$sbx" sandbox ls --runner ns | awk '{print $1 " " $2}' | tr '\n' ' ')" = "A running B running " ] ||
+	die "ls: $("$sbx" sandbox ls --runner ns)"
 ok "sandbox ls lists A and B"
 
 # ---- what the sandbox is ----

@@ -21,7 +21,7 @@ if [ "$eng" = podman ]; then
 sha=$(jget artifacts.sha256 "$w/r1.json") || die "no artifacts digest: $(cat "$w/r1.json")"
 [ "$sha" = "$(jget artifacts.replayed_sha256 "$w/r1.json")" ] || die "replay digest"
 [ "$(sha256sum "$w/r1/artifacts.tar" | cut -d' ' -f1)" = "$sha" ] || die "kept archive"
-[ -z "$("$sbx" sandbox ls)" ] || die "sandboxes left: $("$sbx" sandbox ls)"
+[ -z "$("$sbx" sandbox ls --runner ns)" ] || die "sandboxes left: $("$sbx" sandbox ls --runner ns)"
 [ -f "$w/r1/summary.json" ] && [ "$(cat "$w/r1/verifier/reward.txt")" = 1 ] || die "kept files"
 ok "example task: reward 1, escaping process terminated (witnessed), artifacts replayed byte for byte, sandboxes removed"
 
@@ -41,7 +41,7 @@ rc=0
 "$sbx" --json rollout --task "$w/nover" --out "$w/r3" >"$w/r3.json" || rc=$?
 status=$(jget verifier.status "$w/r3.json") && [ "$status" != 0 ] || die "missing verifier: $(cat "$w/r3.json")"
 [ "$(jget reward "$w/r3.json")" = null ] || die "a reward without a verifier"
-[ -z "$("$sbx" sandbox ls)" ] || die "sandboxes left after a failing episode"
+[ -z "$("$sbx" sandbox ls --runner ns)" ] || die "sandboxes left after a failing episode"
 ok "a task without its verifier: no reward, the verifier's failing status in its receipt, sandboxes removed (exit $rc)"
 fi
 "$sbx" --json rollout --runner "$eng" --task "$top/examples/hello" --out "$w/r4" >"$w/r4.json" ||

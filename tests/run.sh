@@ -170,6 +170,8 @@ checks "transfer and supervision suites on docker (BusyBox, Debian, noshell, Bus
 	env SBX_ENGINE=docker "$top/tests/podman_suites.sh" "$hostdir/sbx" "$top/build/images"
 checks "local and remote engines: unix:// sockets here are local (resident, direct), tcp:// is exec only" \
 	"$top/tests/engine_host.sh" "$hostdir/sbx"
+checks "the fleet: sandbox ls / rm --all / --older-than, image ls / prune on ns, podman, docker" \
+	"$top/tests/fleet.sh" "$hostdir/sbx"
 checks "sbx rollout --runner docker: the example task" env SBX_ENGINE=docker "$top/tests/rollout.sh" "$hostdir/sbx"
 docker_down "$docker_dir"
 trap - EXIT

@@ -60,8 +60,14 @@ static void usage(FILE *f)
 	      "                              default /run/sbx/ns); prints its name\n"
 	      "  sandbox create --runner podman|docker --image IMAGE|FILE.tar [--name NAME]\n"
 	      "         [--arch ARCH] [--engine-arg WORD]...   a container; prints podman:NAME\n"
+	      "         [--cpu N] [--memory-mib N] [--pids N] [--disk-gib N]   limits (every\n"
+	      "                              kind); --image busybox|debian|noshell: build/images\n"
 	      "  sandbox status NAME | rm NAME... | ls   (NAME may be podman:NAME, docker:NAME)\n"
 	      "                              status exits 0 running, 1 stopped or absent\n"
+	      "  sandbox rm --all | --older-than 10m [--runner KIND]   ls: every kind\n"
+	      "  sandbox pause NAME... | resume NAME...   freeze / thaw every process\n"
+	      "  image ls | prune [--runner podman|docker]   images sbx imported; prune:\n"
+	      "                              those no container was made from\n"
 	      "exit status: exec/sh: the command's (128+signal, 124 timed out, 126/127 not\n"
 	      "started), 125 when sbx itself failed. Others: 0 ok, 1 false (lands-clear),\n"
 	      "2 usage, 3 unavailable, 4 probe, 5 transfer, 6 protocol.\n",
@@ -929,6 +935,8 @@ int main(int argc, char **argv)
 	}
 	if (cli_sandbox_known(cmd))
 		return cli_sandbox(&o, argc - i, argv + i);
+	if (strcmp(cmd, "image") == 0)
+		return cli_image(&o, argc - i, argv + i);
 	if (strcmp(cmd, "rollout") == 0)
 		return cli_rollout(&o, argc - i, argv + i);
 	int is_exec = strcmp(cmd, "exec") == 0 || strcmp(cmd, "sh") == 0 || strcmp(cmd, "run") == 0;

@@ -88,8 +88,10 @@ int cli_sup(const struct opts *o, struct sbx_session *s, const char *cmd, int ar
 int cli_sup_session(struct sbx_session *s, const char *op, const struct sbx_json *req,
                     struct sbx_jw *w, struct sbx_err *e, int *rc);
 
-/* Namespace sandboxes (cli_sandbox.c): sandbox create|status|rm|ls; no session. */
+/* Sandboxes (sandbox.c): sandbox create|status|rm|ls|pause|resume, and image ls|prune; no
+ * session. */
 int cli_sandbox_known(const char *cmd);
 int cli_sandbox(const struct opts *o, int argc, char **argv);
+int cli_image(const struct opts *o, int argc, char **argv);
 
 #endif

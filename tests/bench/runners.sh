@@ -33,7 +33,7 @@ export SBX_NS_DIR=$w/state SBX_PODMAN_DIR=$w/hints
 p=bench$$ # prefix of every container and image made here
 cleanup() {
 	local s c i
-	for s in $("$sbx" sandbox ls 2>/dev/null); do "$sbx" sandbox rm "$s" >/dev/null 2>&1; done
+	for s in $("$sbx" sandbox ls --runner ns 2>/dev/null); do "$sbx" sandbox rm "$s" >/dev/null 2>&1; done
 	if command -v podman >/dev/null; then
 		for c in $(podman ps -a --format '{{.Names}}' | grep "^$p-" || true); do
 			podman rm -f -t 0 "$c" >/dev/null 2>&1 || true
@@ -70,7 +70,7 @@ done
 fails=0
 for p in "${pids[@]}"; do wait "$p" || fails=$((fails + 1)); done
 t1=$(now)
-left=$("$sbx" sandbox ls | wc -l)
+left=$("$sbx" sandbox ls --runner ns | wc -l)
 printf '%d ns sandboxes at once (create, upload 10 MiB, supervised harness, download, rm): %d failures, %d left, wall %.2f s\n' \
 	"$n" "$fails" "$left" "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b - a}')"
 [ "$fails" = 0 ] || { for i in $(seq "$n"); do [ -s "$w/log.$i" ] && sed "s/^/  $i: /" "$w/log.$i"; done; }
