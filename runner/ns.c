@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "cgroup.h"
 #include "procstat.h"
 #include "channel.h"
 #include "runner.h"
@@ -213,7 +214,10 @@ struct state {
 	unsigned long long start, pidns;
 	char image[PATH_MAX];
 	char arch[16];
-	char qemu[64]; /* foreign architectures: the emulator's name in /.sbx, else "" */
+	char qemu[64];   /* foreign architectures: the emulator's name in /.sbx, else "" */
+	char cgroup[96]; /* its cgroup (cgroup.h), "" when it has none */
+	int cg_v2;
+	double disk_gib; /* the writable layer's tmpfs size; 0: on the state folder's disk */
 };
 
 static int write_state(const char *dir, const char *name, const struct state *s, struct sbx_err *e)
@@ -225,11 +229,12 @@ static int write_state(const char *dir, const char *name, const struct state *s,
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "create %s", tmp);
-	int n = dprintf(fd,
-	                "name=%s\npid=%lld\nstarttime=%llu\npidns=%llu\nimage=%s\narch=%s\n"
-	                "created_ns=%lld\nagent=%s\nqemu=%s\n",
-	                name, (long long)s->pid, s->start, s->pidns, s->image, s->arch,
-	                (long long)s->created_ns, SBX_NS_AGENT, s->qemu);
+	int n = dprintf(
+	        fd,
+	        "name=%s\npid=%lld\nstarttime=%llu\npidns=%llu\nimage=%s\narch=%s\n"
+	        "created_ns=%lld\nagent=%s\nqemu=%s\ncgroup=%s\ncgroup_v2=%d\ndisk_gib=%.6g\n",
+	        name, (long long)s->pid, s->start, s->pidns, s->image, s->arch,
+	        (long long)s->created_ns, SBX_NS_AGENT, s->qemu, s->cgroup, s->cg_v2, s->disk_gib);
 	if (n < 0 || close(fd) != 0)
 		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "write %s", tmp);
 	if (rename(tmp, path) != 0)
@@ -282,6 +287,13 @@ static int read_state(const char *dir, struct state *s)
 			snprintf(s->arch, sizeof s->arch, "%s", v);
 		else if (strcmp(line, "qemu") == 0)
 			snprintf(s->qemu, sizeof s->qemu, "%s", v);
+		else if (strcmp(line, "cgroup") == 0 && strncmp(v, "sbx/ns-", 7) == 0 &&
+		         strstr(v, "..") == NULL)
+			snprintf(s->cgroup, sizeof s->cgroup, "%s", v);
+		else if (strcmp(line, "cgroup_v2") == 0)
+			s->cg_v2 = strcmp(v, "1") == 0;
+		else if (strcmp(line, "disk_gib") == 0)
+			s->disk_gib = strtod(v, NULL);
 	}
 	if (have != 7) {
 		errno = EBADMSG;
@@ -538,6 +550,7 @@ enum stage {
 	ST_HOSTNAME,
 	ST_LOOPBACK,
 	ST_EXEC,
+	ST_CGROUP,
 };
 
 static const char *const stage_text[] = {
@@ -555,6 +568,7 @@ static const char *const stage_text[] = {
         [ST_HOSTNAME] = "set the hostname",
         [ST_LOOPBACK] = "bring the loopback interface up",
         [ST_EXEC] = "start the sandbox's init",
+        [ST_CGROUP] = "move the sandbox's first process into its cgroup",
 };
 
 struct report {
@@ -563,11 +577,12 @@ struct report {
 
 /* Everything the first process needs, prepared before fork (it makes no allocation). */
 struct plan {
-	const char *dir;  /* the state folder (being created) */
-	const char *ovl;  /* overlay options, with "volatile" */
-	const char *ovl2; /* the same without it (kernels before 5.10) */
-	const char *name; /* hostname */
-	const char *init; /* the init's path inside the sandbox */
+	const char *dir;         /* the state folder (being created) */
+	const char *ovl;         /* overlay options, with "volatile" */
+	const char *ovl2;        /* the same without it (kernels before 5.10) */
+	const char *name;        /* hostname */
+	const char *init;        /* the init's path inside the sandbox */
+	const struct sbx_cg *cg; /* joined before anything forks; NULL: none */
 	int report_fd;
 };
 
@@ -750,6 +765,10 @@ static int start(const struct plan *plan0, int64_t *pid, struct sbx_err *e)
 		 * first one is reparented away when this one exits, so the sandbox outlives
 		 * its creator like a daemon. */
 		close(pfd[0]);
+		if (plan.cg != NULL && sbx_cg_join(plan.cg) != 0) {
+			report(pfd[1], ST_CGROUP, errno, 0);
+			_exit(1);
+		}
 		if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC |
 		            CLONE_NEWNET) != 0) {
 			report(pfd[1], ST_UNSHARE, errno, 0);
@@ -783,7 +802,7 @@ static int start(const struct plan *plan0, int64_t *pid, struct sbx_err *e)
 	int st;
 	while (waitpid(c, &st, 0) < 0 && errno == EINTR)
 		;
-	if (failure.stage > 0 && failure.stage <= ST_EXEC)
+	if (failure.stage > 0 && failure.stage <= ST_CGROUP)
 		return sbx_err_set(e, SBX_EUNAVAILABLE, failure.err, "cannot %s",
 		                   stage_text[failure.stage]);
 	if (*pid <= 0)
@@ -873,11 +892,41 @@ int sbx_ns_create(const char *image_dir, const char *name, const struct sbx_ns_o
 
 	/* The writable layer: its root takes the image root's mode and owner (the overlay
 	 * shows the upper root's), and starts with the agent in /.sbx. */
-	char upper[PATH_MAX], work[PATH_MAX], root[PATH_MAX], dotsbx[PATH_MAX];
+	char upper[PATH_MAX], work[PATH_MAX], root[PATH_MAX], dotsbx[PATH_MAX], layer[PATH_MAX];
 	char ovl[PATH_MAX + 64], ovl2[PATH_MAX + 64];
 	int64_t pid = 0;
-	if (path_join(upper, sizeof upper, tmp, "upper", e) != 0 ||
-	    path_join(work, sizeof work, tmp, "work", e) != 0 ||
+	struct sbx_cg cg = {.procs = {-1, -1, -1, -1}};
+	const struct sbx_resources *res = &o->res;
+	int limited = res->cpu > 0 || res->memory_mib > 0 || res->pids > 0;
+	/* The disk bound: the writable layer on a tmpfs of that size (in the state folder). */
+	const char *up = "upper", *wk = "work";
+	if (res->disk_gib > 0) {
+		char opt[64];
+		snprintf(opt, sizeof opt, "mode=0700,size=%lldk",
+		         (long long)(res->disk_gib * 1024 * 1024 + 0.5));
+		if (path_join(layer, sizeof layer, tmp, "layer", e) != 0)
+			goto fail;
+		if (mkdir(layer, 0700) != 0 ||
+		    mount("tmpfs", layer, "tmpfs", MS_NOSUID, opt) != 0) {
+			sbx_err_set(e, SBX_EUNAVAILABLE, errno, "mount the layer's tmpfs (%s)",
+			            opt);
+			goto fail;
+		}
+		up = "layer/upper", wk = "layer/work";
+		s.disk_gib = res->disk_gib;
+	}
+	/* Every sandbox gets a cgroup when it can (its freezer is what pause uses); one asked
+	 * for limits fails without it. */
+	struct sbx_err cge;
+	if (sbx_cg_make(name, res, &cg, &cge) == 0) {
+		snprintf(s.cgroup, sizeof s.cgroup, "%s", cg.rel);
+		s.cg_v2 = cg.v2;
+	} else if (limited) {
+		*e = cge;
+		goto fail;
+	}
+	if (path_join(upper, sizeof upper, tmp, up, e) != 0 ||
+	    path_join(work, sizeof work, tmp, wk, e) != 0 ||
 	    path_join(root, sizeof root, tmp, "root", e) != 0 ||
 	    path_join(dotsbx, sizeof dotsbx, upper, ".sbx", e) != 0)
 		goto fail;
@@ -892,15 +941,18 @@ int sbx_ns_create(const char *image_dir, const char *name, const struct sbx_ns_o
 	    (foreign && (copy_exec(native, dotsbx, "sbx-init", e) != 0 ||
 	                 copy_exec(qemu, dotsbx, a->qemu, e) != 0)))
 		goto fail;
-	snprintf(ovl, sizeof ovl, "lowerdir=%s,upperdir=upper,workdir=work,volatile", s.image);
-	snprintf(ovl2, sizeof ovl2, "lowerdir=%s,upperdir=upper,workdir=work", s.image);
+	snprintf(ovl, sizeof ovl, "lowerdir=%s,upperdir=%s,workdir=%s,volatile", s.image, up, wk);
+	snprintf(ovl2, sizeof ovl2, "lowerdir=%s,upperdir=%s,workdir=%s", s.image, up, wk);
 
 	struct plan plan = {.dir = tmp,
 	                    .ovl = ovl,
 	                    .ovl2 = ovl2,
 	                    .name = name,
-	                    .init = foreign ? INIT_FOREIGN : SBX_NS_AGENT};
-	if (start(&plan, &pid, e) != 0)
+	                    .init = foreign ? INIT_FOREIGN : SBX_NS_AGENT,
+	                    .cg = s.cgroup[0] != '\0' ? &cg : NULL};
+	int started = start(&plan, &pid, e);
+	sbx_cg_close(&cg);
+	if (started != 0)
 		goto fail;
 	struct proc_info pi;
 	char pdir[48];
@@ -948,6 +1000,9 @@ int sbx_ns_create(const char *image_dir, const char *name, const struct sbx_ns_o
 fail:
 	if (pid > 0 && proc_stat(pid, &pi) == 0)
 		kill_init(pid, pi.start, NULL);
+	sbx_cg_close(&cg);
+	if (s.cgroup[0] != '\0')
+		sbx_cg_remove(s.cg_v2, s.cgroup, NULL);
 	detach_mounts_under(tmp);
 	remove_tree(tmp, NULL);
 	return -1;
@@ -978,6 +1033,11 @@ static int lookup(const char *name, struct sbx_ns_status *st, struct state *s, s
 	snprintf(st->image, sizeof st->image, "%s", s->image);
 	snprintf(st->arch, sizeof st->arch, "%s", s->arch);
 	st->state = init_alive(s->pid, s->start, s->pidns) ? SBX_NS_RUNNING : SBX_NS_STOPPED;
+	st->paused = st->state == SBX_NS_RUNNING && s->cgroup[0] != '\0' &&
+	             sbx_cg_frozen(s->cg_v2, s->cgroup) == 1;
+	if (s->cgroup[0] != '\0')
+		sbx_cg_limits(s->cg_v2, s->cgroup, &st->res);
+	st->res.disk_gib = s->disk_gib;
 	return 0;
 }
 
@@ -995,7 +1055,12 @@ int sbx_ns_remove(const char *name, struct sbx_err *e)
 		return -1;
 	if (st.state == SBX_NS_ABSENT)
 		return 0;
+	/* Thawed first: a frozen init takes no SIGKILL until it runs again. */
+	if (st.paused)
+		sbx_cg_freeze(s.cg_v2, s.cgroup, 0, NULL);
 	if (st.state == SBX_NS_RUNNING && kill_init(s.pid, s.start, e) != 0)
+		return -1;
+	if (s.cgroup[0] != '\0' && sbx_cg_remove(s.cg_v2, s.cgroup, e) != 0)
 		return -1;
 	detach_mounts_under(st.dir);
 	/* Out of the name first (status says absent at once, the name is free again), then
@@ -1020,6 +1085,23 @@ int sbx_ns_remove(const char *name, struct sbx_err *e)
 		return -1;
 	}
 	return 0;
+}
+
+int sbx_ns_pause(const char *name, int pause, struct sbx_err *e)
+{
+	struct sbx_ns_status st;
+	struct state s;
+	if (lookup(name, &st, &s, e) != 0)
+		return -1;
+	if (st.state != SBX_NS_RUNNING)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, 0, "ns sandbox %s is %s", name,
+		                   sbx_ns_state_name(st.state));
+	if (s.cgroup[0] == '\0')
+		return sbx_err_set(e, SBX_EUSAGE, 0,
+		                   "ns sandbox %s has no cgroup (made before sbx gave them, or "
+		                   "this machine has no freezer)",
+		                   name);
+	return sbx_cg_freeze(s.cg_v2, s.cgroup, pause, e);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -1083,11 +1165,27 @@ int sbx_ns_argv(const char *name, char ***argv_template, struct sbx_err *e)
 	snprintf(qemu, sizeof qemu, "/.sbx/%s", s.qemu);
 	/* The host's environment stays out (env -i). nsenter's --root and --wd without a value
 	 * take init's root and cwd: "--wd=/" would name the host's / and leave the chroot. */
-	const char *words[] = {"env",      "-i",    SANDBOX_PATH, "HOME=/root", "nsenter",
-	                       "--target", pid,     "--mount",    "--uts",      "--ipc",
-	                       "--net",    "--pid", "--root",     "--wd",       NULL,
-	                       NULL,       NULL,    NULL};
-	size_t k = 14;
+	const char *words[32];
+	size_t k = 0;
+	/* The session's processes join the sandbox's cgroup first (nsenter joins namespaces
+	 * only): its limits and its freezer hold them as they hold init's. */
+	char cgd[SBX_CG_FDS][256];
+	int ncg = s.cgroup[0] != '\0' ? sbx_cg_dirs(s.cg_v2, s.cgroup, cgd, SBX_CG_FDS) : 0;
+	if (ncg > 0) {
+		words[k++] = "/bin/sh";
+		words[k++] = "-c";
+		words[k++] = "while [ \"$1\" != -- ]; do echo $$ >\"$1/cgroup.procs\" || exit 125; "
+		             "shift; done; shift; exec \"$@\"";
+		words[k++] = "sh";
+		for (int i = 0; i < ncg; i++)
+			words[k++] = cgd[i];
+		words[k++] = "--";
+	}
+	static const char *const ns_words[] = {
+	        "env",     "-i",    SANDBOX_PATH, "HOME=/root", "nsenter", "--target", NULL,
+	        "--mount", "--uts", "--ipc",      "--net",      "--pid",   "--root",   "--wd"};
+	for (size_t i = 0; i < sizeof ns_words / sizeof ns_words[0]; i++)
+		words[k++] = ns_words[i] != NULL ? ns_words[i] : pid;
 	if (s.qemu[0] != '\0')
 		words[k++] = qemu;
 	words[k++] = "{agent}";
@@ -1119,6 +1217,13 @@ static int ns_open(const struct sbx_runner_class *self, const char *arg,
                    const struct sbx_open_opts *o, struct sbx_session **s, struct sbx_err *e)
 {
 	(void)self;
+	/* nsenter joins the namespaces, not the cgroup: a session now would run beside the frozen
+	 * processes, unfrozen. Said at once instead. */
+	struct sbx_ns_status st;
+	if (sbx_ns_status(arg, &st, e) != 0)
+		return -1;
+	if (st.paused)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, 0, "ns sandbox %s is paused", arg);
 	char **tmpl;
 	if (sbx_ns_argv(arg, &tmpl, e) != 0)
 		return -1;
@@ -1137,10 +1242,8 @@ static int ns_create(const struct sbx_runner_class *self, const struct sbx_creat
 		return sbx_err_set(e, SBX_EUSAGE, 0, "engine arguments are for podman and docker");
 	if (o->image == NULL)
 		return sbx_err_set(e, SBX_EUSAGE, 0, "ns: create needs an image folder");
-	const struct sbx_resources *r = &o->resources;
-	if (r->cpu > 0 || r->memory_mib > 0 || r->pids > 0 || r->disk_gib > 0)
-		return sbx_err_set(e, SBX_EUSAGE, 0, "ns: resources are not held by this runner");
-	struct sbx_ns_opts no = {.arch = o->arch, .agent_dir = o->agent_dir, .agent = o->agent};
+	struct sbx_ns_opts no = {
+	        .arch = o->arch, .agent_dir = o->agent_dir, .agent = o->agent, .res = o->resources};
 	return sbx_ns_create(o->image, o->name, &no, arg_out, cap, e);
 }
 
@@ -1160,7 +1263,24 @@ static int ns_status(const struct sbx_runner_class *self, const char *arg, struc
 	sb->created_ns = st.created_ns;
 	snprintf(sb->image, sizeof sb->image, "%.1023s", st.image);
 	snprintf(sb->arch, sizeof sb->arch, "%s", st.arch);
+	sb->paused = st.paused;
+	sb->running = sb->running && !st.paused;
+	sb->resources = st.res;
+	if (st.paused)
+		snprintf(sb->state, sizeof sb->state, "paused");
 	return 0;
+}
+
+static int ns_pause(const struct sbx_runner_class *self, const char *arg, struct sbx_err *e)
+{
+	(void)self;
+	return sbx_ns_pause(arg, 1, e);
+}
+
+static int ns_resume(const struct sbx_runner_class *self, const char *arg, struct sbx_err *e)
+{
+	(void)self;
+	return sbx_ns_pause(arg, 0, e);
 }
 
 static int ns_remove(const struct sbx_runner_class *self, const char *arg, struct sbx_err *e)
@@ -1186,4 +1306,6 @@ const struct sbx_runner_class sbx_runner_ns = {.name = "ns",
                                                .create = ns_create,
                                                .status = ns_status,
                                                .remove = ns_remove,
-                                               .list = ns_list};
+                                               .list = ns_list,
+                                               .pause = ns_pause,
+                                               .resume = ns_resume};

@@ -14,15 +14,18 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "sbx_runner.h"
 
 /* Where the agent is found inside every ns sandbox (what {agent} becomes). */
 #define SBX_NS_AGENT "/.sbx/sbx-agent"
 
 struct sbx_ns_opts {
-	const char *arch;      /* the image's architecture (sbx name); NULL: the "arch=" line of
-	                          IMAGE/.sbx-image (images/build.sh writes it), else the host's */
-	const char *agent_dir; /* holds ARCH/sbx-agent; NULL: sbx_agent_dir() */
-	const char *agent;     /* an explicit agent binary to inject; NULL: from agent_dir */
+	const char *arch;         /* the image's architecture (sbx name); NULL: the "arch=" line of
+	                             IMAGE/.sbx-image (images/build.sh writes it), else the host's */
+	const char *agent_dir;    /* holds ARCH/sbx-agent; NULL: sbx_agent_dir() */
+	const char *agent;        /* an explicit agent binary to inject; NULL: from agent_dir */
+	struct sbx_resources res; /* cgroup limits (cgroup.h); disk_gib: the writable layer on
+	                             a tmpfs of that size */
 };
 
 /* Creates a running sandbox from image_dir (a root filesystem folder; never written). name:
@@ -47,8 +50,14 @@ struct sbx_ns_status {
 	int64_t created_ns; /* creation time, ns since the epoch */
 	char image[PATH_MAX];
 	char arch[16];
-	char dir[PATH_MAX]; /* the state folder */
+	char dir[PATH_MAX];       /* the state folder */
+	int paused;               /* its cgroup is frozen (sbx_ns_pause) */
+	struct sbx_resources res; /* its cgroup's limits, read back, and the layer's size */
 };
+
+/* Freezes (pause 1) or thaws every process of a running sandbox through its cgroup's
+ * freezer. SBX_EUNAVAILABLE when it is not running; SBX_EUSAGE when it has no cgroup. */
+int sbx_ns_pause(const char *name, int pause, struct sbx_err *e);
 
 /* What a sandbox is. An absent sandbox is a success with state SBX_NS_ABSENT. */
 int sbx_ns_status(const char *name, struct sbx_ns_status *st, struct sbx_err *e);

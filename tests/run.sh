@@ -172,6 +172,8 @@ checks "local and remote engines: unix:// sockets here are local (resident, dire
 	"$top/tests/engine_host.sh" "$hostdir/sbx"
 checks "the fleet: sandbox ls / rm --all / --older-than, image ls / prune on ns, podman, docker" \
 	"$top/tests/fleet.sh" "$hostdir/sbx"
+checks "pause and resume on ns (cgroup freezer), podman, docker: a counter that stops, sessions refused" \
+	"$top/tests/pause.sh" "$hostdir/sbx"
 checks "sbx rollout --runner docker: the example task" env SBX_ENGINE=docker "$top/tests/rollout.sh" "$hostdir/sbx"
 docker_down "$docker_dir"
 trap - EXIT
