@@ -582,7 +582,8 @@ struct plan {
 	const char *ovl2;        /* the same without it (kernels before 5.10) */
 	const char *name;        /* hostname */
 	const char *init;        /* the init's path inside the sandbox */
-	const struct sbx_cg *cg; /* joined before anything forks; NULL: none */
+	const struct sbx_cg *cg; /* joined before anything forks, with a cgroup namespace of its
+	                            own; NULL: none */
 	int report_fd;
 };
 
@@ -662,6 +663,32 @@ static void first_process(const struct plan *p)
 	stage = ST_SYS;
 	if (mount("sysfs", "sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
 		goto fail;
+	/* Its own cgroup, read-only, as the root of /sys/fs/cgroup (the cgroup namespace roots
+	 * it there): the supervisor's OOM evidence (agent/oom.c) reads memory.oom_control or
+	 * memory.events from it. v1: one folder per controller of a tmpfs. */
+	if (p->cg != NULL) {
+		const unsigned long ro = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
+		if (p->cg->v2) {
+			if (mount("cgroup2", "sys/fs/cgroup", "cgroup2", ro, NULL) != 0)
+				goto fail;
+		} else {
+			static const char *const ctrls[] = {"memory", "pids", "cpu", "freezer"};
+			if (mount("tmpfs", "sys/fs/cgroup", "tmpfs",
+			          MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755,size=64k") != 0)
+				goto fail;
+			for (size_t i = 0; i < sizeof ctrls / sizeof ctrls[0]; i++) {
+				char d[32];
+				memcpy(d, "sys/fs/cgroup/", 15);
+				strcat(d, ctrls[i]);
+				if (mkdir(d, 0755) != 0 ||
+				    mount("cgroup", d, "cgroup", ro, ctrls[i]) != 0)
+					goto fail;
+			}
+			if (mount(NULL, "sys/fs/cgroup", NULL, MS_REMOUNT | ro,
+			          "mode=755,size=64k") != 0)
+				goto fail;
+		}
+	}
 	stage = ST_DEV;
 	if (mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_STRICTATIME, "mode=755,size=1m") != 0)
 		goto fail;
@@ -770,7 +797,7 @@ static int start(const struct plan *plan0, int64_t *pid, struct sbx_err *e)
 			_exit(1);
 		}
 		if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC |
-		            CLONE_NEWNET) != 0) {
+		            CLONE_NEWNET | (plan.cg != NULL ? CLONE_NEWCGROUP : 0)) != 0) {
 			report(pfd[1], ST_UNSHARE, errno, 0);
 			_exit(1);
 		}
@@ -1186,6 +1213,8 @@ int sbx_ns_argv(const char *name, char ***argv_template, struct sbx_err *e)
 	        "--mount", "--uts", "--ipc",      "--net",      "--pid",   "--root",   "--wd"};
 	for (size_t i = 0; i < sizeof ns_words / sizeof ns_words[0]; i++)
 		words[k++] = ns_words[i] != NULL ? ns_words[i] : pid;
+	if (ncg > 0)
+		words[k++] = "--cgroup";
 	if (s.qemu[0] != '\0')
 		words[k++] = qemu;
 	words[k++] = "{agent}";

@@ -174,6 +174,8 @@ checks "the fleet: sandbox ls / rm --all / --older-than, image ls / prune on ns,
 	"$top/tests/fleet.sh" "$hostdir/sbx"
 checks "pause and resume on ns (cgroup freezer), podman, docker: a counter that stops, sessions refused" \
 	"$top/tests/pause.sh" "$hostdir/sbx"
+checks "limits on ns (cgroups, tmpfs layer), podman, docker: OOM in the receipt, fork bomb, CPU quota" \
+	"$top/tests/limits.sh" "$hostdir/sbx"
 checks "sbx rollout --runner docker: the example task" env SBX_ENGINE=docker "$top/tests/rollout.sh" "$hostdir/sbx"
 docker_down "$docker_dir"
 trap - EXIT
