@@ -1,15 +1,16 @@
 #!/bin/bash
 # fleet.sh SBX: `sbx sandbox ls` / `rm --all` / `rm --older-than` and `sbx image ls` / `prune`
 # across ns, podman and docker, with engines of its own so nothing of anyone else's is seen or
-# removed: a podman service on a private storage ($CONTAINER_HOST), the docker engine of
-# tests/lib/docker.sh ($DOCKER_HOST, private in make check), $SBX_NS_DIR under $w. Bundled
+# removed: a podman service on a private storage ($CONTAINER_HOST), a dockerd of its own
+# (tests/lib/docker.sh, $DOCKER_HOST), $SBX_NS_DIR under $w. Bundled
 # images by name (--image busybox / noshell on every runner: build/images/NAME-ARCH). What is
 # left is checked with the engines' own `ps -a` and `images`, and the ns state folder.
 # Shown able to fail: with `ls` back to ns only, the first check sees one sandbox, not three.
 . "$(dirname "$0")/lib/suite.sh"
 suite_begin root podman
 sbx=$(realpath "$1")
-docker info >/dev/null 2>&1 || die "no docker engine answers (tests/lib/docker.sh starts one)"
+. "$top/tests/lib/docker.sh"
+docker_up "$w/docker" private || die "cannot start a dockerd of our own"
 export SBX_PODMAN_DIR=$w/hints SBX_NS_DIR=$w/ns
 podman --root "$w/storage" --runroot "$w/run" --runtime runc --cgroup-manager cgroupfs \
 	system service --time=0 "unix://$w/podman.sock" >"$w/service.log" 2>&1 &
@@ -21,15 +22,14 @@ cleanup() {
 	podman images -q | xargs -r podman rmi -f >/dev/null 2>&1
 	kill "$svc" 2>/dev/null
 	wait "$svc" 2>/dev/null
+	docker_down "$w/docker"
 	grep -o " $w/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m"; done
 }
 on_exit cleanup
 for i in $(seq 1 50); do [ -S "$w/podman.sock" ] && break; sleep 0.1; done
 [ -S "$w/podman.sock" ] || die "podman system service: $(cat "$w/service.log")"
-# Docker's images sbx imported before this suite are not ours to prune: their ids, kept.
-docker images -q --no-trunc --filter label=sbx.tarball | sort -u >"$w/docker-before"
 
-mine() { docker ps -a --filter label=sbx.agent --format '{{.Names}}' | grep "^$p-" || true; }
+mine() { docker ps -a --format '{{.Names}}'; }
 p=fl$$
 "$sbx" sandbox create --image busybox --name "$p-ns1" >/dev/null || die "ns create --image busybox"
 "$sbx" sandbox create --runner podman --image busybox --name "$p-pm1" --memory-mib 96 --pids 64 >/dev/null ||
@@ -83,8 +83,6 @@ ok "image ls: the images sbx imported, on podman and docker, with how many conta
 ok "sandbox rm --all: nothing left (podman ps -a, docker ps -a, the ns folder, sandbox ls all empty)"
 "$sbx" --json image prune >"$w/pr" || die "prune: $(cat "$w/pr")"
 [ -z "$(podman images -q)" ] || die "podman images left: $(podman images)"
-docker images -q --no-trunc --filter label=sbx.tarball | sort -u >"$w/docker-after"
-[ -z "$(comm -13 "$w/docker-before" "$w/docker-after")" ] &&
-	! docker images --format '{{.Repository}}' | grep -q '^sbx-' || die "docker images left: $(docker images)"
+[ -z "$(docker images -q)" ] || die "docker images left: $(docker images)"
 [ -z "$("$sbx" image ls)" ] || die "image ls after prune: $("$sbx" image ls)"
 ok "image prune keeps an image a container uses; after rm --all it removes every sbx image (podman images, docker images empty of sbx-*)"

@@ -4,7 +4,9 @@
 # that answers) it starts a private dockerd of its own: no iptables, no bridge (containers get
 # --network none, as sbx makes them), its data, exec root and socket under DIR, and exports
 # DOCKER_HOST=unix://DIR/docker.sock (a local engine: sbx uses its direct and resident sockets).
-# docker_down stops only the dockerd docker_up started, and removes DIR's data.
+# docker_up DIR private starts one even when an engine answers (a suite that removes every
+# sandbox sbx made must not see anyone else's). docker_down stops only the dockerd docker_up
+# started, and removes DIR's data.
 docker_started=
 docker_up() {
 	local d=$1 i
@@ -12,7 +14,7 @@ docker_up() {
 		echo "docker_up: no docker/dockerd (toolchain/deps.sh installs docker.io)" >&2
 		return 1
 	}
-	if docker info >/dev/null 2>&1; then
+	if [ "${2:-}" != private ] && docker info >/dev/null 2>&1; then
 		return 0
 	fi
 	mkdir -p "$d"
