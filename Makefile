@@ -219,6 +219,8 @@ $(B)/fuzz/fuzz_host: FUZZ_EXTRA := $(FUZZ_HOST_SRC) $(LIBARCHIVE_HOST) -lpthread
 $(B)/fuzz/fuzz_host: $(FUZZ_HOST_SRC)
 $(B)/fuzz/fuzz_keeper: FUZZ_EXTRA := agent/keeper.c agent/resident.c
 $(B)/fuzz/fuzz_keeper: agent/keeper.c agent/keeper.h
+$(B)/fuzz/fuzz_engine: FUZZ_EXTRA := host/engine.c
+$(B)/fuzz/fuzz_engine: host/engine.c host/engine.h
 $(B)/fuzz/fuzz_boot: FUZZ_EXTRA := runner/boot_dialog.c
 $(B)/fuzz/fuzz_boot: runner/boot_dialog.c runner/boot.h
 
