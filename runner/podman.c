@@ -726,10 +726,9 @@ int sbx_podman_create(const char *engine, const char *image, const char *name,
 	uint8_t sha[SBX_SHA256_LEN];
 	if (sbx_inject_sha256_file(agent, sha, e) != 0)
 		return -1;
-	char init[40], label[64], label2[64], target[160];
-	snprintf(init, sizeof init, "/.sbx-agent-");
-	for (int i = 0; i < 6; i++)
-		snprintf(init + 12 + 2 * i, 3, "%02x", sha[i]);
+	char init[1 + SBX_AGENT_NAME_LEN], label[64], label2[64], target[160];
+	init[0] = '/';
+	sbx_agent_name(sha, init + 1);
 	snprintf(label, sizeof label, "sbx.arch=%s", arch);
 	snprintf(label2, sizeof label2, "sbx.agent=%s", init);
 	if (w_engine(&v, engine, 1, e) != 0)
