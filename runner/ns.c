@@ -568,6 +568,7 @@ struct plan {
 	const char *ovl2; /* the same without it (kernels before 5.10) */
 	const char *name; /* hostname */
 	const char *init; /* the init's path inside the sandbox */
+	int serve;        /* init is also the resident agent (a native sandbox) */
 	int report_fd;
 };
 
@@ -700,7 +701,10 @@ static void first_process(const struct plan *p)
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	char *const argv[] = {"sbx-agent", "init", NULL};
+	/* --serve: init is also the resident agent, so a session costs a forked serve and no
+	 * nsenter (sbx_runner_resident); not in a foreign architecture's sandbox, whose sessions
+	 * are that architecture's agent under QEMU. */
+	char *const argv[] = {"sbx-agent", "init", p->serve ? "--serve" : NULL, NULL};
 	char *const envp[] = {SANDBOX_PATH, NULL};
 	execve(p->init, argv, envp);
 fail:
@@ -899,7 +903,8 @@ int sbx_ns_create(const char *image_dir, const char *name, const struct sbx_ns_o
 	                    .ovl = ovl,
 	                    .ovl2 = ovl2,
 	                    .name = name,
-	                    .init = foreign ? INIT_FOREIGN : SBX_NS_AGENT};
+	                    .init = foreign ? INIT_FOREIGN : SBX_NS_AGENT,
+	                    .serve = !foreign};
 	if (start(&plan, &pid, e) != 0)
 		goto fail;
 	struct proc_info pi;
@@ -1119,6 +1124,16 @@ static int ns_open(const struct sbx_runner_class *self, const char *arg,
                    const struct sbx_open_opts *o, struct sbx_session **s, struct sbx_err *e)
 {
 	(void)self;
+	/* The resident agent first (init's socket: no process on this side); an init that does
+	 * not serve (made by an older sbx), and a sandbox of a foreign architecture (its sessions
+	 * are that architecture's agent under QEMU, init is this machine's), through nsenter. */
+	struct sbx_ns_status st;
+	struct state ss;
+	if (lookup(arg, &st, &ss, e) == 0 && st.state == SBX_NS_RUNNING && o->agent == NULL &&
+	    ss.qemu[0] == '\0' &&
+	    sbx_runner_resident((pid_t)ss.pid, o->agent_dir, o->timeout_s > 0 ? o->timeout_s : 30,
+	                        s) == 0)
+		return 0;
 	char **tmpl;
 	if (sbx_ns_argv(arg, &tmpl, e) != 0)
 		return -1;

@@ -802,28 +802,6 @@ int sbx_podman_create(const char *engine, const char *image, const char *name,
 static int open_exec(const char *engine, const char *name, const char *agent_dir, double timeout_s,
                      struct sbx_session **s, struct sbx_podman_inject *info, struct sbx_err *e);
 
-/* A session with the container's init when it is the resident agent (containers sbx made):
- * root, and the very agent this host would inject for its architecture; else -1 and the
- * exec way. $SBX_RESIDENT=0 skips it. */
-static int resident_open(pid_t pid, const char *agent_dir, double timeout_s, struct sbx_session **s)
-{
-	const char *v = getenv("SBX_RESIDENT");
-	if (v != NULL && strcmp(v, "0") == 0)
-		return -1;
-	struct sbx_err e;
-	if (sbx_session_resident(s, pid, timeout_s, &e) != 0)
-		return -1;
-	const struct sbx_hello *h = sbx_session_hello(*s);
-	char local[PATH_MAX];
-	uint8_t sha[SBX_SHA256_LEN];
-	if (h->euid == 0 && sbx_agent_path(agent_dir, h->arch, local, sizeof local, &e) == 0 &&
-	    sbx_inject_sha256_file(local, sha, &e) == 0 && memcmp(sha, h->sha256, sizeof sha) == 0)
-		return 0;
-	sbx_session_close(*s); /* another sbx's agent, or not root: the exec way injects ours */
-	*s = NULL;
-	return -1;
-}
-
 int sbx_podman_open(const char *engine, const char *name, const char *agent_dir, double timeout_s,
                     int ask_pid, struct sbx_session **s, struct sbx_podman_inject *info,
                     struct sbx_err *e)
@@ -837,7 +815,7 @@ int sbx_podman_open(const char *engine, const char *name, const char *agent_dir,
 		return -1;
 	int want = direct_wanted(engine);
 	pid_t pid = want ? pid_hint_read(engine, name) : 0;
-	if (pid > 0 && resident_open(pid, agent_dir, timeout_s, s) == 0) {
+	if (pid > 0 && sbx_runner_resident(pid, agent_dir, timeout_s, s) == 0) {
 		info->resident = 1;
 		snprintf(info->path, sizeof info->path, "(init)");
 		return 0;
