@@ -234,7 +234,7 @@ $(B)/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) $(SBX_CACHE)/host/.stamp
 # ---- targets -----------------------------------------------------------------------------
 
 .PHONY: all agents host check size clean distclean format fuzz bench-session bench-supervise \
-	bench-sha256 bench-transfer bench-runners FORCE
+	bench-sha256 bench-transfer bench-runners bench-scale FORCE
 all: agents host
 agents: $(AGENTS)
 host: $(HOST)
@@ -258,6 +258,9 @@ bench-runners: $(AGENTS) $(B)/host/sbx $(B)/bench/bench_probe images
 
 bench-sha256: $(B)/bench/sha256_speed
 	$(B)/bench/sha256_speed
+
+bench-scale: $(AGENTS) $(B)/host/sbx $(B)/bench/bench_scale images
+	SBX_AGENT_DIR=$(abspath $(B)/agent) SBX=$(abspath $(B)/host/sbx) $(B)/bench/bench_scale
 
 bench-supervise: $(AGENTS) $(B)/host/sbx $(B)/bench/bench_supervise $(HARNESS)
 	SBX_AGENT_DIR=$(abspath $(B)/agent) SBX_HARNESS_DIR=$(abspath $(B)/harness) \
