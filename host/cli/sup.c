@@ -352,15 +352,6 @@ int cli_sup(const struct opts *o, struct sbx_session *s, const char *cmd, int ar
 	return st;
 }
 
-/* A hex digit's value, or -1. */
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9'   ? c - '0'
-	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
-	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
-	                              : -1;
-}
-
 static int json_run(struct sbx_session *s, const char *run_dir, const struct sbx_json *req,
                     const uint8_t *key, size_t key_len, struct sbx_jw *w, struct sbx_err *e)
 {
@@ -423,15 +414,10 @@ static int json_sup(struct sbx_session *s, const char *op, const struct sbx_json
 	const struct sbx_json *kj = sbx_json_get(req, "key");
 	const char *khex = kj ? sbx_json_str(kj, &kl) : NULL;
 	if (kj != NULL) {
-		if (khex == NULL || kl % 2 != 0 || kl / 2 > sizeof key)
+		ssize_t n = khex != NULL ? sbx_unhex(khex, kl, key, sizeof key) : -1;
+		if (n < 0)
 			return sbx_err_set(e, SBX_EUSAGE, 0, "key is up to 64 bytes of hex");
-		for (size_t i = 0; i < kl / 2; i++) {
-			int hi = hexval(khex[2 * i]), lo = hexval(khex[2 * i + 1]);
-			if (hi < 0 || lo < 0)
-				return sbx_err_set(e, SBX_EUSAGE, 0, "key is not hex");
-			key[i] = (uint8_t)(hi << 4 | lo);
-		}
-		key_len = kl / 2;
+		key_len = (size_t)n;
 	}
 	double d = 0;
 	const struct sbx_json *x;
