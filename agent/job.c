@@ -206,7 +206,7 @@ static enum pump pump_out(struct sbx_jobs *js, struct sbx_job *j, int chan)
 		return PUMP_BLOCKED;
 	/* Moved into the staging pipe when there is room (no copy at all), else read straight
 	 * into the frame that will carry the bytes. */
-	ssize_t staged = sbx_splice_in(js->stage, js->out, fd, (size_t)room, j->stream, ch);
+	ssize_t staged = sbx_splice_in(js->splice, js->out, fd, (size_t)room, j->stream, ch);
 	if (staged > 0) {
 		j->tx[chan].avail += room - (uint64_t)staged;
 		return PUMP_DATA;
@@ -221,8 +221,8 @@ static enum pump pump_out(struct sbx_jobs *js, struct sbx_job *j, int chan)
 		lost(js, "out of memory queueing output");
 		return PUMP_BLOCKED;
 	}
-	/* Nothing there yet, no room in the stage, or a pipe splice cannot take: read below.
-	 * With the stage full this is a copy; waiting for the stage instead (as the host does)
+	/* Nothing there yet, no room in the splice pipe, or a pipe splice cannot take: read below.
+	 * With the pipe full this is a copy; waiting for the pipe instead (as the host does)
 	 * made downloads of many small files 3-5% slower here: the bytes read now keep the
 	 * packing child from blocking on its pipe (docs/transfers.md). */
 	uint8_t *buf = sbx_outq_reserve(js->out, 1, (size_t)room);

@@ -51,7 +51,7 @@ struct sbx_jobs {
 	int n;
 	uint64_t host_window; /* credit the host grants per output channel */
 	struct sbx_outq *out;
-	struct sbx_splice *stage;
+	struct sbx_splice *splice;
 	uint8_t *resp;     /* scratch for results, SBX_FRAME_MAX_PAYLOAD bytes */
 	const char *fatal; /* set once output could not be queued (no memory): the session ends */
 };

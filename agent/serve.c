@@ -45,7 +45,7 @@ struct serve {
 	uint8_t *decbuf, *rbuf;
 	uint8_t *resp; /* response scratch, SBX_FRAME_MAX_PAYLOAD bytes */
 	struct sbx_outq out;
-	struct sbx_splice stage; /* jobs' output on to out_fd without a copy (splice.h) */
+	struct sbx_splice splice; /* jobs' output on to out_fd without a copy (splice.h) */
 	struct sbx_jobs jobs;
 	struct sbx_sink sink; /* an upload's payload still in the connection */
 	/* The keeper the host set up for this session (SETUP with KEEP 0); without a secret,
@@ -374,7 +374,7 @@ static int read_input(struct serve *s)
 
 static void flush_output(struct serve *s)
 {
-	if (sbx_splice_out(&s->stage, &s->out, s->out_fd) != 0)
+	if (sbx_splice_out(&s->splice, &s->out, s->out_fd) != 0)
 		s->out_broken = 1;
 }
 
@@ -546,7 +546,7 @@ int sbx_serve(int in_fd, int out_fd)
 	}
 	s.jobs = (struct sbx_jobs){.host_window = SBX_WINDOW_DEFAULT,
 	                           .out = &s.out,
-	                           .stage = &s.stage,
+	                           .splice = &s.splice,
 	                           .resp = s.resp};
 	sbx_frame_dec_init(&s.dec, s.decbuf, SBX_FRAME_HDR + SBX_FRAME_MAX_PAYLOAD);
 
@@ -563,7 +563,7 @@ int sbx_serve(int in_fd, int out_fd)
 	}
 	fcntl(in_fd, F_SETFL, fcntl(in_fd, F_GETFL) | O_NONBLOCK);
 	fcntl(out_fd, F_SETFL, fcntl(out_fd, F_GETFL) | O_NONBLOCK);
-	sbx_splice_open(&s.stage, out_fd);
+	sbx_splice_open(&s.splice, out_fd);
 
 	struct sbx_msgw w;
 	sbx_msgw_init(&w, s.resp, SBX_FRAME_MAX_PAYLOAD);
@@ -584,7 +584,7 @@ int sbx_serve(int in_fd, int out_fd)
 	sbx_job_free_all(&s.jobs);
 	memset(&s.keeper, 0, sizeof s.keeper);
 	sbx_outq_free(&s.out);
-	sbx_splice_close(&s.stage);
+	sbx_splice_close(&s.splice);
 	free(s.decbuf);
 	free(s.rbuf);
 	free(s.resp);

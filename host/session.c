@@ -126,7 +126,7 @@ static int flush(struct sbx_session *s, struct sbx_err *e)
 		return 0;
 	int rc, err;
 	if (s->sigpipe_ignored) {
-		rc = sbx_splice_out(&s->stage, &s->out, s->to_fd);
+		rc = sbx_splice_out(&s->splice, &s->out, s->to_fd);
 		err = errno;
 	} else {
 		sigset_t pipe_set, old, pending;
@@ -135,7 +135,7 @@ static int flush(struct sbx_session *s, struct sbx_err *e)
 		sigpending(&pending);
 		int was_pending = sigismember(&pending, SIGPIPE);
 		pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-		rc = sbx_splice_out(&s->stage, &s->out, s->to_fd);
+		rc = sbx_splice_out(&s->splice, &s->out, s->to_fd);
 		err = errno;
 		if (rc != 0 && err == EPIPE && !was_pending) {
 			struct timespec zero = {0, 0};
@@ -447,15 +447,15 @@ static void read_stdin_fd(struct sbx_session *s, struct sbx_stream *p)
 		return;
 	/* Moved into the staging pipe when it has room (no copy: an upload's archive, a file
 	 * given as stdin); else read below. */
-	if (!s->stage_tried) {
-		s->stage_tried = 1;
-		sbx_splice_open(&s->stage, s->to_fd);
+	if (!s->splice_tried) {
+		s->splice_tried = 1;
+		sbx_splice_open(&s->splice, s->to_fd);
 	}
-	if (sbx_splice_full(&s->stage, &s->out)) {
-		p->tx_in.avail += room; /* polled again once the stage has moved on */
+	if (sbx_splice_full(&s->splice, &s->out)) {
+		p->tx_in.avail += room; /* polled again once the splice pipe has moved on */
 		return;
 	}
-	ssize_t staged = sbx_splice_in(&s->stage, &s->out, p->opts->stdin_fd, (size_t)room, p->id,
+	ssize_t staged = sbx_splice_in(&s->splice, &s->out, p->opts->stdin_fd, (size_t)room, p->id,
 	                               SBX_CH_STDIN);
 	if (staged > 0) {
 		p->tx_in.avail += room - (uint64_t)staged;
@@ -512,7 +512,7 @@ int sbx_pump(struct sbx_session *s, int64_t deadline_ns, struct sbx_err *e)
 		if (p->kind == SBX_STREAM_EXEC && !p->stdin_done && p->opts->stdin_data == NULL &&
 		    p->opts->stdin_fd >= 0 && p->tx_in.avail > 0 &&
 		    s->out.bulk_bytes < BULK_LIMIT &&
-		    (!s->stage_tried || !sbx_splice_full(&s->stage, &s->out))) {
+		    (!s->splice_tried || !sbx_splice_full(&s->splice, &s->out))) {
 			pfd[n] = (struct pollfd){.fd = p->opts->stdin_fd, .events = POLLIN};
 			owner[n++] = p;
 		}
@@ -606,7 +606,7 @@ static struct sbx_session *session_new(double timeout_s)
 		return NULL;
 	s->to_fd = s->from_fd = s->err_fd = -1;
 	s->life_in = s->life_out = -1;
-	s->stage.r = s->stage.w = -1;
+	s->splice.r = s->splice.w = -1;
 	s->next_id = 1;
 	s->timeout = timeout_s > 0 ? timeout_s : 30;
 	struct sigaction sa;
@@ -767,7 +767,7 @@ void sbx_session_close(struct sbx_session *s)
 		return;
 	if (s->to_fd >= 0)
 		close(s->to_fd);
-	sbx_splice_close(&s->stage);
+	sbx_splice_close(&s->splice);
 	if (s->life_in >= 0)
 		close(s->life_in);
 	if (s->life_out >= 0)

@@ -53,9 +53,9 @@ struct sbx_session {
 	uint8_t *rbuf; /* SBX_SESSION_RBUF bytes: what one read of the channel takes */
 	struct sbx_outq out;
 	/* A stream's stdin on to to_fd without a copy (splice.h), opened when first needed
-	 * (stage_tried: asked once). */
-	struct sbx_splice stage;
-	int stage_tried;
+	 * (splice_tried: asked once). */
+	struct sbx_splice splice;
+	int splice_tried;
 	struct sbx_hello hello;
 	int have_hello;
 	struct sbx_stream *streams;

@@ -22,23 +22,23 @@ struct sbx_splice {
 void sbx_splice_open(struct sbx_splice *st, int out_fd);
 void sbx_splice_close(struct sbx_splice *st);
 
-/* Moves up to max bytes from from_fd into the stage and queues their DATA frame (bulk lane,
+/* Moves up to max bytes from from_fd into the pipe and queues their DATA frame (bulk lane,
  * payload ch then the bytes) for stream. The count (> 0); 0 at from_fd's end; -1 with errno
- * when nothing was moved (EAGAIN: nothing there yet, or the stage holds its limit; EINVAL:
+ * when nothing was moved (EAGAIN: nothing there yet, or the pipe holds its limit; EINVAL:
  * from_fd cannot be spliced), and the caller reads the usual way; SBX_SPLICE_LOST when the
  * bytes are staged but their frame could not be queued (no memory): the connection is lost. */
 #define SBX_SPLICE_LOST (-2)
 ssize_t sbx_splice_in(struct sbx_splice *st, struct sbx_outq *q, int from_fd, size_t max,
                       uint32_t stream, uint8_t ch);
 
-/* 1 when the stage holds so much that a whole DATA chunk would not fit: the caller waits for
+/* 1 when the pipe holds so much that a whole DATA chunk would not fit: the caller waits for
  * sbx_splice_out to move it on rather than read the source into memory (a copy, and its
- * frame queued behind the stage's anyway). 0 when there is no stage. */
+ * frame queued behind the pipe's anyway). 0 when there is no pipe. */
 int sbx_splice_full(const struct sbx_splice *st, const struct sbx_outq *q);
 
-/* Writes what q holds to fd, the spliced payloads from the stage, until fd would block or
+/* Writes what q holds to fd, the spliced payloads from the pipe, until fd would block or
  * nothing is left (at most 16 writes: the caller polls between calls). 0, or -1 with errno
- * (EIO: the stage lacks a payload its frame promised). */
+ * (EIO: the pipe lacks a payload its frame promised). */
 int sbx_splice_out(struct sbx_splice *st, struct sbx_outq *q, int fd);
 
 #endif

@@ -72,7 +72,7 @@ int main(int argc, char **argv)
 		char *hargv[] = {tree, "sbx-bench-token", "80", "20", ready, NULL};
 		struct sbx_run_opts o;
 		sbx_run_opts_init(&o);
-		o.session = dir;
+		o.run_dir = dir;
 		o.argv = hargv;
 		o.grace_s = 0.05;
 		if (sbx_run_start(s, &o, NULL, key, &e) != 0)
@@ -118,7 +118,7 @@ int main(int argc, char **argv)
 	char *sleeper[] = {"sleep", "100000", NULL};
 	struct sbx_run_opts o;
 	sbx_run_opts_init(&o);
-	o.session = dir;
+	o.run_dir = dir;
 	o.argv = sleeper;
 	int64_t pid;
 	if (sbx_run_start(s, &o, &pid, key, &e) != 0)

@@ -176,11 +176,11 @@ static void channel_dies_mid_run(void **state)
 	char *sleeper[] = {"sleep", "100", NULL};
 	struct sbx_run_opts o;
 	sbx_run_opts_init(&o);
-	o.session = dir;
+	o.run_dir = dir;
 	o.argv = ticker;
 	o.timeout_s = 60;
 	assert_int_equal(sbx_run_start(a, &o, NULL, key, &e), 0);
-	o.session = dir2;
+	o.run_dir = dir2;
 	o.argv = sleeper;
 	o.timeout_s = 0.5;
 	assert_int_equal(sbx_run_start(a, &o, NULL, key2, &e), 0);
