@@ -1047,6 +1047,7 @@ static int engine_list(const struct sbx_runner_class *self, struct sbx_sandbox *
 }
 
 const struct sbx_runner_class sbx_runner_podman = {.name = "podman",
+                                                   .arg = "NAME",
                                                    .boundary = 1,
                                                    .parse = engine_parse,
                                                    .open = engine_open,
@@ -1056,6 +1057,7 @@ const struct sbx_runner_class sbx_runner_podman = {.name = "podman",
                                                    .list = engine_list};
 
 const struct sbx_runner_class sbx_runner_docker = {.name = "docker",
+                                                   .arg = "NAME",
                                                    .boundary = 1,
                                                    .parse = engine_parse,
                                                    .open = engine_open,
