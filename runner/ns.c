@@ -1192,6 +1192,7 @@ static int ns_list(const struct sbx_runner_class *self, struct sbx_sandbox **out
 }
 
 const struct sbx_runner_class sbx_runner_ns = {.name = "ns",
+                                               .arg = "NAME",
                                                .boundary = 1,
                                                .parse = ns_parse,
                                                .open = ns_open,

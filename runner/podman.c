@@ -1024,6 +1024,7 @@ static int engine_list(const struct sbx_runner_class *self, struct sbx_sandbox *
 }
 
 const struct sbx_runner_class sbx_runner_podman = {.name = "podman",
+                                                   .arg = "NAME",
                                                    .boundary = 1,
                                                    .parse = engine_parse,
                                                    .open = engine_open,
@@ -1033,6 +1034,7 @@ const struct sbx_runner_class sbx_runner_podman = {.name = "podman",
                                                    .list = engine_list};
 
 const struct sbx_runner_class sbx_runner_docker = {.name = "docker",
+                                                   .arg = "NAME",
                                                    .boundary = 1,
                                                    .parse = engine_parse,
                                                    .open = engine_open,

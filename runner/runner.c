@@ -269,7 +269,7 @@ static int qemu_open(const struct sbx_runner_class *self, const char *arg,
 }
 
 const struct sbx_runner_class sbx_runner_qemu = {
-        .name = "qemu", .boundary = 0, .parse = qemu_parse, .open = qemu_open};
+        .name = "qemu", .arg = "ARCH", .boundary = 0, .parse = qemu_parse, .open = qemu_open};
 
 /* ---- via:COMMAND: any exec channel, {agent} the --agent path ---- */
 
@@ -303,7 +303,7 @@ static int via_open(const struct sbx_runner_class *self, const char *arg,
 
 /* A channel sbx knows nothing about: its sandbox is not taken for this machine. */
 const struct sbx_runner_class sbx_runner_via = {
-        .name = "via", .boundary = 1, .parse = via_parse, .open = via_open};
+        .name = "via", .arg = "COMMAND LINE", .boundary = 1, .parse = via_parse, .open = via_open};
 
 /* ---- words ---- */
 

@@ -32,9 +32,9 @@ struct sbx_sandbox {
 	int64_t pid;        /* its init as this machine sees it; 0 when unknown */
 	int64_t created_ns; /* ns since the epoch; 0 when unknown */
 	char image[1024];
-	char arch[16]; /* sbx architecture name; "" when unknown */
-	char id[80];   /* the engine's id, or "" */
-	int paused;    /* its processes are frozen (sbx_sandbox_pause) */
+	char arch[16];                  /* sbx architecture name; "" when unknown */
+	char id[80];                    /* the engine's id, or "" */
+	int paused;                     /* its processes are frozen (sbx_sandbox_pause) */
 	struct sbx_resources resources; /* what it was made with, where the runner knows */
 };
 
@@ -62,6 +62,7 @@ struct sbx_open_opts {
  * ("local" is not created; "ssh:" hosts are not listed). arg is the spec after "KIND:". */
 struct sbx_runner_class {
 	const char *name;
+	const char *arg; /* what follows "KIND:" in a spec, as `sbx help` shows it; NULL: none */
 	int boundary; /* 1: the sandbox is not this machine (its keeper holds the secret for good);
 	                 0: local, qemu (a secret for each session) */
 	int (*parse)(const struct sbx_runner_class *self, const char *arg, struct sbx_err *e);

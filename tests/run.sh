@@ -133,6 +133,8 @@ cmocka "test_harness (SandboxSession, channel loss)" confined "$hostdir/tests/te
 one "sbx session: supervision ops as JSON lines" confined "$top/tests/session_sup.sh" "$hostdir/sbx"
 checks "sbx output: nothing raw from an impersonated agent, bounded reads and capture" \
 	"$top/tests/cli_output.sh" "$hostdir/sbx"
+checks "the CLI's command table: every op argv = JSON lines; help from the rows (confined)" \
+	confined "$top/tests/cli_table.sh" "$hostdir/sbx"
 
 echo "== the host against an impersonated agent"
 checks "impersonated agent (tests/fake/agent.py) against the real host (confined)" \

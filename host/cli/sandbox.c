@@ -1,6 +1,7 @@
 /* sbx sandbox create|status|rm|ls: sandboxes of every runner kind that makes them, through the
  * runner table (sbx_runner.h). A bare NAME is an ns sandbox ("ns:NAME"), as `sbx sandbox create`
- * prints it; any other kind is named by its spec ("podman:NAME"). No session is opened here. */
+ * prints it; any other kind is named by its spec ("podman:NAME"). No session is opened here.
+ * A group row: `sbx sandbox SUB`, one row per SUB. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,11 +11,6 @@
 #include "sbx_runner.h"
 
 #include "cli.h"
-
-int cli_sandbox_known(const char *cmd)
-{
-	return strcmp(cmd, "sandbox") == 0;
-}
 
 /* A NAME or a spec as given, as a spec. */
 static const char *spec_of(const char *name, char *buf, size_t cap)
@@ -73,196 +69,223 @@ static void text_status(const struct sbx_sandbox *sb)
 	cli_printf("\n");
 }
 
-static void print_ok(const struct sbx_sandbox *sb)
+struct sb_call {
+	struct cli_call c;
+	struct sbx_create_opts co;
+	const char *kind; /* create --runner, ls --runner */
+	const char *extra[64];
+	int argc; /* status, rm: the names */
+	char **argv;
+	/* results */
+	char spec[192];
+	struct sbx_sandbox sb;
+	struct sbx_sandbox *v; /* ls */
+	size_t n;
+};
+
+static void sb_done(struct cli_call *c)
 {
-	struct sbx_jw w;
-	sbx_jw_init(&w);
-	sbx_jw_obj_begin(&w);
-	json_ok(&w);
-	json_fields(&w, sb);
-	sbx_jw_obj_end(&w);
-	print_json(&w);
-	sbx_jw_free(&w);
+	free(((struct sb_call *)c)->v);
 }
 
-static int cmd_create(const struct opts *o, int argc, char **argv)
+/* ---- create ---- */
+
+static int create_argv(struct cli_call *c, int argc, char **argv, struct sbx_err *e)
 {
-	struct sbx_err e;
-	struct sbx_create_opts co = {.agent_dir = o->agent_dir, .agent = o->agent};
-	const char *kind = "ns";
-	const char *extra[64];
+	struct sb_call *a = (struct sb_call *)c;
 	int nextra = 0;
+	a->co.agent_dir = c->o->agent_dir;
+	a->co.agent = c->o->agent;
+	a->kind = "ns";
 	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		if (i + 1 >= argc) {
-			sbx_err_set(&e, SBX_EUSAGE, 0, "create: %s needs a value", a);
-			return fail(o, &e, EX_USAGE);
-		}
-		if (strcmp(a, "--image") == 0)
-			co.image = argv[++i];
-		else if (strcmp(a, "--name") == 0)
-			co.name = argv[++i];
-		else if (strcmp(a, "--arch") == 0)
-			co.arch = argv[++i];
-		else if (strcmp(a, "--runner") == 0)
-			kind = argv[++i];
-		else if (strcmp(a, "--engine-arg") == 0 && nextra < 63)
-			extra[nextra++] = argv[++i];
-		else {
-			sbx_err_set(&e, SBX_EUSAGE, 0, "create: unknown option %s", a);
-			return fail(o, &e, EX_USAGE);
-		}
+		const char *s = argv[i];
+		if (i + 1 >= argc)
+			return sbx_err_set(e, SBX_EUSAGE, 0, "create: %s needs a value", s);
+		if (strcmp(s, "--image") == 0)
+			a->co.image = argv[++i];
+		else if (strcmp(s, "--name") == 0)
+			a->co.name = argv[++i];
+		else if (strcmp(s, "--arch") == 0)
+			a->co.arch = argv[++i];
+		else if (strcmp(s, "--runner") == 0)
+			a->kind = argv[++i];
+		else if (strcmp(s, "--engine-arg") == 0 && nextra < 63)
+			a->extra[nextra++] = argv[++i];
+		else
+			return sbx_err_set(e, SBX_EUSAGE, 0, "create: unknown option %s", s);
 	}
-	extra[nextra] = NULL;
-	co.engine_args = extra;
-	if (co.image == NULL) {
-		sbx_err_set(&e, SBX_EUSAGE, 0,
-		            "create needs --image DIR (podman/docker: NAME or .tar)");
-		return fail(o, &e, EX_USAGE);
-	}
-	char spec[192];
-	if (sbx_sandbox_create(kind, &co, spec, sizeof spec, &e) != 0)
-		return fail(o, &e, class_exit(e.cls));
-	struct sbx_sandbox sb;
-	if (!o->json) {
-		cli_printf("%s\n", strncmp(spec, "ns:", 3) == 0 ? spec + 3 : spec);
-		return 0;
-	}
-	if (sbx_sandbox_status(spec, &sb, &e) != 0)
-		return fail(o, &e, class_exit(e.cls));
-	print_ok(&sb);
+	a->extra[nextra] = NULL;
+	a->co.engine_args = a->extra;
+	if (a->co.image == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0,
+		                   "create needs --image DIR (podman/docker: NAME or .tar)");
+	return 0;
+}
+
+static int create_run(struct cli_call *c, struct sbx_err *e)
+{
+	struct sb_call *a = (struct sb_call *)c;
+	if (sbx_sandbox_create(a->kind, &a->co, a->spec, sizeof a->spec, e) != 0)
+		return -1;
+	return c->json ? sbx_sandbox_status(a->spec, &a->sb, e) : 0;
+}
+
+static void create_print(struct cli_call *c)
+{
+	struct sb_call *a = (struct sb_call *)c;
+	if (c->json)
+		json_fields(c->w, &a->sb);
+	else
+		cli_printf("%s\n", strncmp(a->spec, "ns:", 3) == 0 ? a->spec + 3 : a->spec);
+}
+
+/* ---- status, rm: NAMEs ---- */
+
+static int names_argv(struct cli_call *c, int argc, char **argv, struct sbx_err *e)
+{
+	struct sb_call *a = (struct sb_call *)c;
+	int one = strcmp(c->cmd->name, "status") == 0;
+	if (one ? argc != 1 : argc < 1)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "%s takes %s", c->cmd->name,
+		                   one ? "one NAME" : "NAME...");
+	a->argc = argc;
+	a->argv = argv;
 	return 0;
 }
 
 /* Exit 0 when running, 1 (a false answer) when stopped or absent. */
-static int cmd_status(const struct opts *o, int argc, char **argv)
+static int status_run(struct cli_call *c, struct sbx_err *e)
 {
-	struct sbx_err e;
-	if (argc != 1) {
-		sbx_err_set(&e, SBX_EUSAGE, 0, "status takes one NAME");
-		return fail(o, &e, EX_USAGE);
-	}
+	struct sb_call *a = (struct sb_call *)c;
 	char buf[192];
-	struct sbx_sandbox sb;
-	if (sbx_sandbox_status(spec_of(argv[0], buf, sizeof buf), &sb, &e) != 0)
-		return fail(o, &e, class_exit(e.cls));
-	if (o->json)
-		print_ok(&sb);
-	else
-		text_status(&sb);
-	return sb.running ? 0 : EX_FALSE;
-}
-
-static int cmd_rm(const struct opts *o, int argc, char **argv)
-{
-	struct sbx_err e;
-	if (argc < 1) {
-		sbx_err_set(&e, SBX_EUSAGE, 0, "rm takes NAME...");
-		return fail(o, &e, EX_USAGE);
-	}
-	int status = 0;
-	for (int i = 0; i < argc; i++) {
-		char buf[192];
-		if (sbx_sandbox_remove(spec_of(argv[i], buf, sizeof buf), &e) != 0) {
-			int s = fail(o, &e, class_exit(e.cls));
-			if (status == 0)
-				status = s;
-		}
-	}
-	if (status == 0 && o->json) {
-		struct sbx_jw w;
-		sbx_jw_init(&w);
-		sbx_jw_obj_begin(&w);
-		json_ok(&w);
-		sbx_jw_key(&w, "removed");
-		sbx_jw_arr_begin(&w);
-		for (int i = 0; i < argc; i++)
-			sbx_jw_str(&w, argv[i]);
-		sbx_jw_arr_end(&w);
-		sbx_jw_obj_end(&w);
-		print_json(&w);
-		sbx_jw_free(&w);
-	}
-	return status;
-}
-
-/* ls [--runner KIND]: the sandboxes sbx made, of one kind (default ns). */
-static int cmd_ls(const struct opts *o, int argc, char **argv)
-{
-	struct sbx_err e;
-	const char *kind = "ns";
-	if (argc == 2 && strcmp(argv[0], "--runner") == 0) {
-		kind = argv[1];
-	} else if (argc != 0) {
-		sbx_err_set(&e, SBX_EUSAGE, 0, "ls takes [--runner KIND]");
-		return fail(o, &e, EX_USAGE);
-	}
-	struct sbx_sandbox *v;
-	size_t n;
-	if (sbx_sandbox_list(kind, &v, &n, &e) != 0)
-		return fail(o, &e, class_exit(e.cls));
-	struct sbx_jw w;
-	sbx_jw_init(&w);
-	sbx_jw_obj_begin(&w);
-	json_ok(&w);
-	sbx_jw_key(&w, "sandboxes");
-	sbx_jw_arr_begin(&w);
-	for (size_t i = 0; i < n; i++) {
-		if (o->json) {
-			sbx_jw_obj_begin(&w);
-			json_fields(&w, &v[i]);
-			sbx_jw_obj_end(&w);
-		} else {
-			text_status(&v[i]);
-		}
-	}
-	sbx_jw_arr_end(&w);
-	sbx_jw_obj_end(&w);
-	if (o->json)
-		print_json(&w);
-	sbx_jw_free(&w);
-	free(v);
+	if (sbx_sandbox_status(spec_of(a->argv[0], buf, sizeof buf), &a->sb, e) != 0)
+		return -1;
+	c->status = a->sb.running ? 0 : EX_FALSE;
 	return 0;
 }
 
-int cli_sandbox(const struct opts *o0, int argc, char **argv)
+static void status_print(struct cli_call *c)
 {
-	struct opts o = *o0;
-	struct sbx_err e;
-	int i = 0;
-	/* --json is taken here too: `sbx sandbox status --json NAME`. */
-	while (i < argc && strcmp(argv[i], "--json") == 0) {
-		o.json = 1;
-		i++;
-	}
-	if (i >= argc) {
-		sbx_err_set(&e, SBX_EUSAGE, 0, "sandbox needs create, status, rm or ls");
-		return fail(&o, &e, EX_USAGE);
-	}
-	const char *sub = argv[i++];
-	char *rest[256];
-	int n = 0;
-	for (; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0) {
-			o.json = 1;
-			continue;
-		}
-		if (n >= 255) {
-			sbx_err_set(&e, SBX_EUSAGE, 0, "too many arguments");
-			return fail(&o, &e, EX_USAGE);
-		}
-		rest[n++] = argv[i];
-	}
-	rest[n] = NULL;
-	if (strcmp(sub, "create") == 0)
-		return cmd_create(&o, n, rest);
-	if (strcmp(sub, "status") == 0)
-		return cmd_status(&o, n, rest);
-	if (strcmp(sub, "rm") == 0)
-		return cmd_rm(&o, n, rest);
-	if (strcmp(sub, "ls") == 0)
-		return cmd_ls(&o, n, rest);
-	sbx_err_set(&e, SBX_EUSAGE, 0, "unknown sandbox command '%s' (create, status, rm, ls)",
-	            sub);
-	return fail(&o, &e, EX_USAGE);
+	struct sb_call *a = (struct sb_call *)c;
+	if (c->json)
+		json_fields(c->w, &a->sb);
+	else
+		text_status(&a->sb);
 }
+
+/* Every NAME is tried; each failure is printed as it comes, the first's status is the exit. */
+static int rm_run(struct cli_call *c, struct sbx_err *e)
+{
+	struct sb_call *a = (struct sb_call *)c;
+	for (int i = 0; i < a->argc; i++) {
+		char buf[192];
+		if (sbx_sandbox_remove(spec_of(a->argv[i], buf, sizeof buf), e) != 0) {
+			int s = fail(c->o, e, class_exit(e->cls));
+			if (c->status == 0)
+				c->status = s;
+			c->answered = 1;
+		}
+	}
+	return 0;
+}
+
+static void rm_print(struct cli_call *c)
+{
+	struct sb_call *a = (struct sb_call *)c;
+	if (!c->json)
+		return;
+	sbx_jw_karr_begin(c->w, "removed");
+	for (int i = 0; i < a->argc; i++)
+		sbx_jw_str(c->w, a->argv[i]);
+	sbx_jw_arr_end(c->w);
+}
+
+/* ---- ls [--runner KIND]: the sandboxes sbx made, of one kind (default ns) ---- */
+
+static int ls_argv(struct cli_call *c, int argc, char **argv, struct sbx_err *e)
+{
+	struct sb_call *a = (struct sb_call *)c;
+	a->kind = "ns";
+	if (argc == 2 && strcmp(argv[0], "--runner") == 0)
+		a->kind = argv[1];
+	else if (argc != 0)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "ls takes [--runner KIND]");
+	return 0;
+}
+
+static int ls_run(struct cli_call *c, struct sbx_err *e)
+{
+	struct sb_call *a = (struct sb_call *)c;
+	return sbx_sandbox_list(a->kind, &a->v, &a->n, e);
+}
+
+static void ls_print(struct cli_call *c)
+{
+	struct sb_call *a = (struct sb_call *)c;
+	if (c->json)
+		sbx_jw_karr_begin(c->w, "sandboxes");
+	for (size_t i = 0; i < a->n; i++) {
+		if (c->json) {
+			sbx_jw_obj_begin(c->w);
+			json_fields(c->w, &a->v[i]);
+			sbx_jw_obj_end(c->w);
+		} else {
+			text_status(&a->v[i]);
+		}
+	}
+	if (c->json)
+		sbx_jw_arr_end(c->w);
+}
+
+/* ---- the rows ---- */
+
+#define SB_ROW(NAME) .name = NAME, .need = CLI_NONE, .size = sizeof(struct sb_call), .done = sb_done
+
+static const struct cli_cmd sb_create = {
+        SB_ROW("create"),
+        .parse_argv = create_argv,
+        .run = create_run,
+        .print = create_print,
+        .synopsis = "[--runner KIND] --image DIR|IMAGE|FILE.tar [--name NAME] [--arch ARCH] "
+                    "[--engine-arg WORD]...",
+        .summary = "a new sandbox; prints its name (KIND:NAME but for ns)",
+        .details = "ns (the default): a namespace sandbox from an image folder (root; state in "
+                   "$SBX_NS_DIR, default /run/sbx/ns). podman, docker: a container from an "
+                   "image name or an image archive; --engine-arg goes to the engine.",
+};
+
+static const struct cli_cmd sb_status = {
+        SB_ROW("status"),
+        .parse_argv = names_argv,
+        .run = status_run,
+        .print = status_print,
+        .synopsis = "NAME",
+        .summary = "state, pid, arch, image; exit 0 running, 1 stopped or absent",
+        .details = "NAME is an ns sandbox's name, or a spec (podman:NAME, docker:NAME).",
+};
+
+static const struct cli_cmd sb_rm = {
+        SB_ROW("rm"),          .parse_argv = names_argv,
+        .run = rm_run,         .print = rm_print,
+        .synopsis = "NAME...", .summary = "remove sandboxes (an absent one is no error)",
+};
+
+static const struct cli_cmd sb_ls = {
+        SB_ROW("ls"),
+        .parse_argv = ls_argv,
+        .run = ls_run,
+        .print = ls_print,
+        .synopsis = "[--runner KIND]",
+        .summary = "the sandboxes sbx made, of one kind (default ns)",
+};
+
+static const struct cli_cmd *const sb_cmds[] = {&sb_create, &sb_status, &sb_rm, &sb_ls, NULL};
+
+const struct cli_cmd cli_sandbox = {
+        .name = "sandbox",
+        .need = CLI_NONE,
+        .sub = sb_cmds,
+        .synopsis = "create|status|rm|ls ...",
+        .summary = "make, inspect, list and remove sandboxes (no session)",
+        .details = "--json may come anywhere after sandbox.",
+};
