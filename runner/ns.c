@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "confine.h"
 #include "procstat.h"
 #include "channel.h"
 #include "runner.h"
@@ -39,6 +40,7 @@
 
 #define SANDBOX_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define INIT_FOREIGN "/.sbx/sbx-init"
+#define ENTER_NAME "sbx-enter" /* in the state folder: the host's agent, for the channel */
 #define REMOVE_WAIT_MS 10000
 
 const char *sbx_ns_state_name(enum sbx_ns_state s)
@@ -213,7 +215,8 @@ struct state {
 	unsigned long long start, pidns;
 	char image[PATH_MAX];
 	char arch[16];
-	char qemu[64]; /* foreign architectures: the emulator's name in /.sbx, else "" */
+	char qemu[64];  /* foreign architectures: the emulator's name in /.sbx, else "" */
+	int privileged; /* 1: no boundary (sbx_ns_opts.privileged) */
 };
 
 static int write_state(const char *dir, const char *name, const struct state *s, struct sbx_err *e)
@@ -227,9 +230,9 @@ static int write_state(const char *dir, const char *name, const struct state *s,
 		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "create %s", tmp);
 	int n = dprintf(fd,
 	                "name=%s\npid=%lld\nstarttime=%llu\npidns=%llu\nimage=%s\narch=%s\n"
-	                "created_ns=%lld\nagent=%s\nqemu=%s\n",
+	                "created_ns=%lld\nagent=%s\nqemu=%s\nprivileged=%d\n",
 	                name, (long long)s->pid, s->start, s->pidns, s->image, s->arch,
-	                (long long)s->created_ns, SBX_NS_AGENT, s->qemu);
+	                (long long)s->created_ns, SBX_NS_AGENT, s->qemu, s->privileged);
 	if (n < 0 || close(fd) != 0)
 		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "write %s", tmp);
 	if (rename(tmp, path) != 0)
@@ -282,6 +285,8 @@ static int read_state(const char *dir, struct state *s)
 			snprintf(s->arch, sizeof s->arch, "%s", v);
 		else if (strcmp(line, "qemu") == 0)
 			snprintf(s->qemu, sizeof s->qemu, "%s", v);
+		else if (strcmp(line, "privileged") == 0)
+			s->privileged = strcmp(v, "1") == 0;
 	}
 	if (have != 7) {
 		errno = EBADMSG;
@@ -537,6 +542,7 @@ enum stage {
 	ST_PIVOT,
 	ST_HOSTNAME,
 	ST_LOOPBACK,
+	ST_CONFINE,
 	ST_EXEC,
 };
 
@@ -554,6 +560,7 @@ static const char *const stage_text[] = {
         [ST_PIVOT] = "pivot_root into the overlay",
         [ST_HOSTNAME] = "set the hostname",
         [ST_LOOPBACK] = "bring the loopback interface up",
+        [ST_CONFINE] = "confine the sandbox's init (capabilities, no_new_privs, seccomp)",
         [ST_EXEC] = "start the sandbox's init",
 };
 
@@ -568,6 +575,7 @@ struct plan {
 	const char *ovl2; /* the same without it (kernels before 5.10) */
 	const char *name; /* hostname */
 	const char *init; /* the init's path inside the sandbox */
+	int privileged;   /* 1: init keeps every capability, no filter */
 	int report_fd;
 };
 
@@ -700,6 +708,12 @@ static void first_process(const struct plan *p)
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* The boundary before any code of the sandbox's runs: init, its keeper and
+	 * supervisors, and everything they start inherit it. */
+	stage = ST_CONFINE;
+	if (!p->privileged && sbx_confine() != 0)
+		goto fail;
+	stage = ST_EXEC;
 	char *const argv[] = {"sbx-agent", "init", NULL};
 	char *const envp[] = {SANDBOX_PATH, NULL};
 	execve(p->init, argv, envp);
@@ -849,9 +863,14 @@ int sbx_ns_create(const char *image_dir, const char *name, const struct sbx_ns_o
 		snprintf(agent, sizeof agent, "%s", o->agent);
 	else if (sbx_agent_path(adir, a->name, agent, sizeof agent, e) != 0)
 		return -1;
-	if (foreign) {
-		if (sbx_agent_path(adir, self, native, sizeof native, e) != 0)
+	/* The channel's way in (sbx-agent enter) is this machine's agent, kept in the state
+	 * folder where the sandbox cannot reach it. */
+	if (sbx_agent_path(adir, self, native, sizeof native, e) != 0) {
+		if (foreign || o->agent == NULL)
 			return -1;
+		snprintf(native, sizeof native, "%s", agent);
+	}
+	if (foreign) {
 		if (find_in_path(a->qemu, qemu, sizeof qemu) != 0)
 			return sbx_err_set(e, SBX_EUSAGE, 0,
 			                   "a %s sandbox needs %s on this machine", a->name,
@@ -888,7 +907,8 @@ int sbx_ns_create(const char *image_dir, const char *name, const struct sbx_ns_o
 		sbx_err_set(e, SBX_EUNAVAILABLE, errno, "prepare the layer in %s", tmp);
 		goto fail;
 	}
-	if (copy_exec(agent, dotsbx, "sbx-agent", e) != 0 ||
+	if ((!o->privileged && copy_exec(native, tmp, ENTER_NAME, e) != 0) ||
+	    copy_exec(agent, dotsbx, "sbx-agent", e) != 0 ||
 	    (foreign && (copy_exec(native, dotsbx, "sbx-init", e) != 0 ||
 	                 copy_exec(qemu, dotsbx, a->qemu, e) != 0)))
 		goto fail;
@@ -899,7 +919,9 @@ int sbx_ns_create(const char *image_dir, const char *name, const struct sbx_ns_o
 	                    .ovl = ovl,
 	                    .ovl2 = ovl2,
 	                    .name = name,
-	                    .init = foreign ? INIT_FOREIGN : SBX_NS_AGENT};
+	                    .init = foreign ? INIT_FOREIGN : SBX_NS_AGENT,
+	                    .privileged = o->privileged};
+	s.privileged = o->privileged != 0;
 	if (start(&plan, &pid, e) != 0)
 		goto fail;
 	struct proc_info pi;
@@ -1078,16 +1100,26 @@ int sbx_ns_argv(const char *name, char ***argv_template, struct sbx_err *e)
 		return sbx_err_set(e, SBX_EUNAVAILABLE, ESRCH,
 		                   "sandbox %s is stopped (its init %lld is gone)", name,
 		                   (long long)s.pid);
-	char pid[24], qemu[80];
+	char pid[24], qemu[80], enter[PATH_MAX];
 	snprintf(pid, sizeof pid, "%lld", (long long)s.pid);
 	snprintf(qemu, sizeof qemu, "/.sbx/%s", s.qemu);
+	if (path_join(enter, sizeof enter, st.dir, ENTER_NAME, e) != 0)
+		return -1;
 	/* The host's environment stays out (env -i). nsenter's --root and --wd without a value
-	 * take init's root and cwd: "--wd=/" would name the host's / and leave the chroot. */
+	 * take init's root and cwd: "--wd=/" would name the host's / and leave the chroot. A
+	 * confined sandbox is entered by sbx-agent enter instead, which drops to the boundary
+	 * before it execs the layer's agent. */
 	const char *words[] = {"env",      "-i",    SANDBOX_PATH, "HOME=/root", "nsenter",
 	                       "--target", pid,     "--mount",    "--uts",      "--ipc",
 	                       "--net",    "--pid", "--root",     "--wd",       NULL,
 	                       NULL,       NULL,    NULL};
 	size_t k = 14;
+	if (!s.privileged) {
+		words[4] = enter;
+		words[5] = "enter";
+		words[6] = pid;
+		k = 7;
+	}
 	if (s.qemu[0] != '\0')
 		words[k++] = qemu;
 	words[k++] = "{agent}";
@@ -1137,7 +1169,10 @@ static int ns_create(const struct sbx_runner_class *self, const struct sbx_creat
 		return sbx_err_set(e, SBX_EUSAGE, 0, "engine arguments are for podman and docker");
 	if (o->image == NULL)
 		return sbx_err_set(e, SBX_EUSAGE, 0, "ns: create needs an image folder");
-	struct sbx_ns_opts no = {.arch = o->arch, .agent_dir = o->agent_dir, .agent = o->agent};
+	struct sbx_ns_opts no = {.arch = o->arch,
+	                         .agent_dir = o->agent_dir,
+	                         .agent = o->agent,
+	                         .privileged = o->privileged};
 	return sbx_ns_create(o->image, o->name, &no, arg_out, cap, e);
 }
 

@@ -94,6 +94,10 @@ static int cmd_create(const struct opts *o, int argc, char **argv)
 	int nextra = 0;
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
+		if (strcmp(a, "--privileged") == 0) {
+			co.privileged = 1;
+			continue;
+		}
 		if (i + 1 >= argc) {
 			sbx_err_set(&e, SBX_EUSAGE, 0, "create: %s needs a value", a);
 			return fail(o, &e, EX_USAGE);
@@ -120,6 +124,14 @@ static int cmd_create(const struct opts *o, int argc, char **argv)
 		            "create needs --image DIR (podman/docker: NAME or .tar)");
 		return fail(o, &e, EX_USAGE);
 	}
+	if (co.privileged && strcmp(kind, "ns") != 0) {
+		sbx_err_set(&e, SBX_EUSAGE, 0, "--privileged is for the ns runner");
+		return fail(o, &e, EX_USAGE);
+	}
+	if (co.privileged)
+		fputs("sbx: warning: --privileged: root in this sandbox is root on the machine, "
+		      "with every capability and no seccomp filter\n",
+		      stderr);
 	char spec[192];
 	if (sbx_sandbox_create(kind, &co, spec, sizeof spec, &e) != 0)
 		return fail(o, &e, class_exit(e.cls));
