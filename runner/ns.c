@@ -539,6 +539,7 @@ enum stage {
 	ST_DEV,
 	ST_DEVNODE,
 	ST_SHM,
+	ST_MASK,
 	ST_PIVOT,
 	ST_HOSTNAME,
 	ST_LOOPBACK,
@@ -557,6 +558,7 @@ static const char *const stage_text[] = {
         [ST_DEV] = "mount the /dev tmpfs",
         [ST_DEVNODE] = "bind the host's device nodes into /dev",
         [ST_SHM] = "mount /dev/shm",
+        [ST_MASK] = "mask /proc and /sys paths, make /proc/sys and others read-only",
         [ST_PIVOT] = "pivot_root into the overlay",
         [ST_HOSTNAME] = "set the hostname",
         [ST_LOOPBACK] = "bring the loopback interface up",
@@ -617,6 +619,51 @@ static int loopback_up(void)
 	return rc;
 }
 
+/* What runc masks and makes read-only (its defaults), for the same reasons: the kernel's
+ * memory, keys, timers and scheduler of the whole machine, the SysRq trigger, firmware
+ * tables; and the machine-wide settings under /proc/sys and the like, which the capabilities
+ * mostly guard already. Paths relative to the new root; one the kernel lacks is skipped. */
+static const char *const masked_files[] = {
+        "proc/kcore",       "proc/keys",          "proc/timer_list", "proc/sysrq-trigger",
+        "proc/sched_debug", "proc/latency_stats", "proc/timer_stats"};
+static const char *const masked_dirs[] = {"proc/acpi", "proc/scsi", "sys/firmware",
+                                          "sys/devices/virtual/powercap"};
+static const char *const readonly_dirs[] = {"proc/sys", "proc/bus", "proc/fs", "proc/irq"};
+#define RO_FLAGS (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+/* Masks and read-only paths, before the pivot. A masked file is a read-only bind of an
+ * empty file (reads see nothing, writes fail with EROFS, where /dev/null would swallow
+ * them); its tmpfs is detached at once, so nothing names it. */
+static int mask_paths(void)
+{
+	struct stat st;
+	if (mount("sbx-mask", "../mask", "tmpfs", RO_FLAGS & ~MS_RDONLY, "size=4k,mode=0700") != 0)
+		return -1;
+	int f = open("../mask/empty", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	if (f < 0)
+		return -1;
+	close(f);
+	for (size_t i = 0; i < sizeof masked_files / sizeof masked_files[0]; i++)
+		if (lstat(masked_files[i], &st) == 0 &&
+		    (mount("../mask/empty", masked_files[i], NULL, MS_BIND, NULL) != 0 ||
+		     mount(NULL, masked_files[i], NULL, MS_REMOUNT | MS_BIND | RO_FLAGS, NULL) !=
+		             0))
+			return -1;
+	if (umount2("../mask", MNT_DETACH) != 0)
+		return -1;
+	for (size_t i = 0; i < sizeof masked_dirs / sizeof masked_dirs[0]; i++)
+		if (lstat(masked_dirs[i], &st) == 0 && S_ISDIR(st.st_mode) &&
+		    mount("sbx-mask", masked_dirs[i], "tmpfs", RO_FLAGS, "size=4k,mode=0555") != 0)
+			return -1;
+	for (size_t i = 0; i < sizeof readonly_dirs / sizeof readonly_dirs[0]; i++)
+		if (lstat(readonly_dirs[i], &st) == 0 &&
+		    (mount(readonly_dirs[i], readonly_dirs[i], NULL, MS_BIND | MS_REC, NULL) != 0 ||
+		     mount(NULL, readonly_dirs[i], NULL, MS_REMOUNT | MS_BIND | RO_FLAGS, NULL) !=
+		             0))
+			return -1;
+	return 0;
+}
+
 /* The sandbox's first process, PID 1 of the new pid namespace, still seeing the host's
  * filesystem in its own mount namespace. Never returns. */
 static void first_process(const struct plan *p)
@@ -640,8 +687,11 @@ static void first_process(const struct plan *p)
 	stage = ST_OVERLAY;
 	if (chdir(p->dir) != 0)
 		goto fail;
-	if (mount("overlay", "root", "overlay", 0, p->ovl) != 0 &&
-	    (errno != EINVAL || mount("overlay", "root", "overlay", 0, p->ovl2) != 0))
+	/* nodev on every mount the sandbox writes: a device node it makes (CAP_MKNOD stays,
+	 * as in Docker, for the files transfers carry) cannot be opened. */
+	unsigned long nodev = p->privileged ? 0 : MS_NODEV;
+	if (mount("overlay", "root", "overlay", nodev, p->ovl) != 0 &&
+	    (errno != EINVAL || mount("overlay", "root", "overlay", nodev, p->ovl2) != 0))
 		goto fail;
 	if (chdir("root") != 0)
 		goto fail;
@@ -656,7 +706,9 @@ static void first_process(const struct plan *p)
 	if (mount("sysfs", "sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
 		goto fail;
 	stage = ST_DEV;
-	if (mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_STRICTATIME, "mode=755,size=1m") != 0)
+	/* The nodes below are bind mounts of the host's, each with its own flags. */
+	if (mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_STRICTATIME | nodev,
+	          "mode=755,size=1m") != 0)
 		goto fail;
 	stage = ST_DEVNODE;
 	for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++) {
@@ -689,6 +741,9 @@ static void first_process(const struct plan *p)
 		else
 			(void)rmdir("dev/pts");
 	}
+	stage = ST_MASK;
+	if (!p->privileged && mask_paths() != 0)
+		goto fail;
 	stage = ST_PIVOT;
 	if (syscall(SYS_pivot_root, ".", ".") != 0 || umount2(".", MNT_DETACH) != 0 ||
 	    chdir("/") != 0)
@@ -892,18 +947,19 @@ int sbx_ns_create(const char *image_dir, const char *name, const struct sbx_ns_o
 
 	/* The writable layer: its root takes the image root's mode and owner (the overlay
 	 * shows the upper root's), and starts with the agent in /.sbx. */
-	char upper[PATH_MAX], work[PATH_MAX], root[PATH_MAX], dotsbx[PATH_MAX];
+	char upper[PATH_MAX], work[PATH_MAX], root[PATH_MAX], mask[PATH_MAX], dotsbx[PATH_MAX];
 	char ovl[PATH_MAX + 64], ovl2[PATH_MAX + 64];
 	int64_t pid = 0;
 	if (path_join(upper, sizeof upper, tmp, "upper", e) != 0 ||
 	    path_join(work, sizeof work, tmp, "work", e) != 0 ||
 	    path_join(root, sizeof root, tmp, "root", e) != 0 ||
+	    path_join(mask, sizeof mask, tmp, "mask", e) != 0 ||
 	    path_join(dotsbx, sizeof dotsbx, upper, ".sbx", e) != 0)
 		goto fail;
 	if (mkdir(upper, 0700) != 0 || chown(upper, ist.st_uid, ist.st_gid) != 0 ||
 	    chmod(upper, ist.st_mode & 07777) != 0 || mkdir(work, 0700) != 0 ||
-	    mkdir(root, 0700) != 0 || mkdir(dotsbx, 0700) != 0 || chown(dotsbx, 0, 0) != 0 ||
-	    chmod(dotsbx, 0755) != 0) {
+	    mkdir(root, 0700) != 0 || mkdir(mask, 0700) != 0 || mkdir(dotsbx, 0700) != 0 ||
+	    chown(dotsbx, 0, 0) != 0 || chmod(dotsbx, 0755) != 0) {
 		sbx_err_set(e, SBX_EUNAVAILABLE, errno, "prepare the layer in %s", tmp);
 		goto fail;
 	}

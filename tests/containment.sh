@@ -1,12 +1,14 @@
 #!/bin/bash
 # containment.sh SBX: the ns runner's boundary (docs/runners.md, "The boundary"), tried as a
 # hostile root inside a fresh ns sandbox with build/harness/boundary: the capability sets are
-# Docker's default list and no_new_privs is set; a tmpfs cannot be mounted; open_by_handle_at,
+# Docker's default list and no_new_privs is set; a block node for a loop device standing in
+# for the host's disk can be made but not opened; a tmpfs cannot be mounted; open_by_handle_at,
 # bpf, perf_event_open, keyctl, init_module, clock_settime are refused; unshare -U (to regain
-# capabilities and mount) is refused. Negative control, side by side: a sandbox made with
-# --privileged (today's full root) passes every one of these ways out, so each check is shown
-# able to fail. Needs root and build/images/busybox-x86_64. Everything runs inside the two
-# sandboxes.
+# capabilities and mount) is refused; /proc/sys/kernel/hostname and /proc/sysrq-trigger cannot
+# be written; runc's masked paths read empty and /dev holds only the standard nodes.
+# Negative control, side by side: a sandbox made with --privileged (today's full root) passes
+# every one of these ways out, so each check is shown able to fail. Needs root and
+# build/images/busybox-x86_64. Everything runs inside the two sandboxes.
 . "$(dirname "$0")/lib/suite.sh"
 suite_begin root
 sbx=$(realpath "$1")
@@ -63,6 +65,8 @@ pst=$(in_ns "$priv" exec -- cat /proc/self/status)
 [ "$(echo "$pst" | sed -n 's/^CapBnd:\t//p')" != $docker ] || die "negative control: bounded"
 ok "init and exec'd commands: bounding, permitted, effective = Docker's list ($docker), inheritable and ambient empty, no_new_privs, a seccomp filter (--privileged: full set)"
 
+try mknod-read $maj $min $marker | grep -q 'refused: open' || die "mknod"
+ok "a block node for the test's loop device ($maj:$min) is made but cannot be opened (nodev); --privileged reads the disk"
 try mount-tmpfs >/dev/null
 ok "mount of a tmpfs refused; --privileged mounts it"
 try unshare-user-mount >/dev/null
@@ -73,4 +77,36 @@ for c in open-by-handle bpf perf keyctl init-module clock-settime; do
 	try $c >/dev/null
 done
 ok "open_by_handle_at, bpf, perf_event_open, keyctl, init_module, clock_settime refused; --privileged reaches each"
+
+h=$(in_ns "$conf" exec -- cat /proc/sys/kernel/hostname)
+try write /proc/sys/kernel/hostname "$h" | grep -q 'Read-only' || die "hostname"
+ok "/proc/sys/kernel/hostname: not writable (read-only /proc/sys); --privileged writes it"
+if [ -e /proc/sysrq-trigger ]; then
+	# 'h' only prints the SysRq help into the kernel's log.
+	try write /proc/sysrq-trigger h >/dev/null
+	ok "/proc/sysrq-trigger: not writable; --privileged writes it"
+else
+	in_ns "$conf" exec -- sh -c 'echo h >/proc/sysrq-trigger' 2>/dev/null && die "sysrq"
+	ok "/proc/sysrq-trigger: not writable (this kernel has none: no negative control)"
+fi
+
+# Masked paths: read-only mounts over them, reading empty where the machine's do not.
+mi=$(in_ns "$conf" exec -- cat /proc/self/mountinfo)
+pmi=$(in_ns "$priv" exec -- cat /proc/self/mountinfo)
+for f in /proc/keys /proc/timer_list /sys/firmware; do
+	echo "$mi" | awk -v f=$f '$5 == f && $6 ~ /^ro,/ { m = 1 } END { exit !m }' || die "$f not masked"
+	echo "$pmi" | awk -v f=$f '$5 == f { m = 1 } END { exit m }' || die "negative control: $f masked"
+done
+[ -z "$(in_ns "$conf" exec -- cat /proc/timer_list)" ] || die "/proc/timer_list readable"
+[ -n "$(in_ns "$priv" exec -- cat /proc/timer_list)" ] || die "negative control: /proc/timer_list empty"
+[ -z "$(in_ns "$conf" exec -- ls /sys/firmware)" ] || die "/sys/firmware not masked"
+[ -n "$(in_ns "$priv" exec -- ls /sys/firmware)" ] || die "negative control: /sys/firmware empty"
+in_ns "$conf" exec -- sh -c 'echo x >/sys/firmware/x' 2>/dev/null && die "/sys/firmware writable"
+ok "/proc/keys /proc/timer_list /sys/firmware masked (read-only, empty); --privileged shows them"
+devs=$(in_ns "$conf" exec -- ls /dev | tr '\n' ' ')
+[ "$devs" = "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero " ] ||
+	die "/dev holds: $devs"
+echo "$mi" | awk '$5 == "/" || $5 == "/dev" || $5 == "/dev/shm" { if ($6 !~ /nodev/) exit 1 }' ||
+	die "a writable mount without nodev: $mi"
+ok "/dev: only null zero full random urandom tty ptmx pts shm (and the fd links); nodev on /, /dev, /dev/shm"
 
