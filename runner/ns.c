@@ -626,7 +626,7 @@ static int loopback_up(void)
 static const char *const masked_files[] = {
         "proc/kcore",       "proc/keys",          "proc/timer_list", "proc/sysrq-trigger",
         "proc/sched_debug", "proc/latency_stats", "proc/timer_stats"};
-static const char *const masked_dirs[] = {"proc/acpi", "proc/scsi", "sys/firmware",
+static const char *const masked_dirs[] = {"proc/acpi", "proc/asound", "proc/scsi", "sys/firmware",
                                           "sys/devices/virtual/powercap"};
 static const char *const readonly_dirs[] = {"proc/sys", "proc/bus", "proc/fs", "proc/irq"};
 #define RO_FLAGS (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
