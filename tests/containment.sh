@@ -7,8 +7,10 @@
 # capabilities and mount) is refused; /proc/sys/kernel/hostname and /proc/sysrq-trigger cannot
 # be written; runc's masked paths read empty and /dev holds only the standard nodes.
 # Negative control, side by side: a sandbox made with --privileged (today's full root) passes
-# every one of these ways out, so each check is shown able to fail. Needs root and
-# build/images/busybox-x86_64. Everything runs inside the two sandboxes.
+# every one of these ways out, so each check is shown able to fail. Then the same probes in a
+# podman container with its default profile (when podman is here): every way out it refuses,
+# ns refuses too. Needs root and build/images/busybox-x86_64(.tar). Everything runs inside the
+# sandboxes and the container.
 . "$(dirname "$0")/lib/suite.sh"
 suite_begin root
 sbx=$(realpath "$1")
@@ -110,3 +112,28 @@ echo "$mi" | awk '$5 == "/" || $5 == "/dev" || $5 == "/dev/shm" { if ($6 !~ /nod
 	die "a writable mount without nodev: $mi"
 ok "/dev: only null zero full random urandom tty ptmx pts shm (and the fd links); nodev on /, /dev, /dev/shm"
 
+
+# Side by side: the same probes in a podman container with its default profile (runc, Docker's
+# seccomp profile and masks, podman's own capability list, a device cgroup): whatever way out
+# it refuses, ns refuses too.
+if command -v podman >/dev/null; then
+	p=ct$$
+	. "$top/tests/lib/podman.sh"
+	on_exit 'podman_cleanup "$p"'
+	"$sbx" sandbox create --runner podman --image "$img.tar" --name "$p-c" >/dev/null ||
+		die "podman create"
+	in_podman "$p-c" upload-dir "$w/probe" /probe >/dev/null || die "upload the probe into podman"
+	refused=""
+	for c in "mknod-read $maj $min $marker" mount-tmpfs unshare-user-mount open-by-handle bpf perf \
+		keyctl init-module clock-settime "write /proc/sys/kernel/hostname x"; do
+		# shellcheck disable=SC2086 # a check and its arguments
+		if ! in_podman "$p-c" exec -- /probe/boundary $c >/dev/null 2>&1; then
+			refused="$refused ${c%% *}"
+			# shellcheck disable=SC2086
+			in_ns "$conf" exec -- /probe/boundary $c >/dev/null 2>&1 && die "podman refuses $c, ns does not"
+		fi
+	done
+	ok "podman (default profile) refuses:$refused; ns refuses each of them too"
+else
+	ok "no podman: the side-by-side comparison is skipped"
+fi
