@@ -113,6 +113,19 @@ echo "$mi" | awk '$5 == "/" || $5 == "/dev" || $5 == "/dev/shm" { if ($6 !~ /nod
 ok "/dev: only null zero full random urandom tty ptmx pts shm (and the fd links); nodev on /, /dev, /dev/shm"
 
 
+# The 32-bit ABI of this machine's kernel (int 0x80 from an i386 program) has its own numbers:
+# the filter's i386 table must hold them (an i386 image's commands run natively, without qemu).
+# Shown able to fail: with the i386 table's unshare number made wrong, "i386: unshare -U ran".
+img32=$top/build/images/busybox-i386
+if [ "$(uname -m)" = x86_64 ] && [ -d "$img32" ]; then
+	c32=$("$sbx" sandbox create --image "$img32") || die "create i386"
+	p32=$("$sbx" sandbox create --privileged --image "$img32" 2>/dev/null) || die "create i386 --privileged"
+	in_ns "$c32" exec -- unshare -U true 2>/dev/null && die "i386: unshare -U ran"
+	in_ns "$p32" exec -- unshare -U true || die "i386 --privileged (negative control): unshare -U"
+	in_ns "$c32" exec -- mount -t tmpfs t /mnt 2>/dev/null && die "i386: mount ran"
+	ok "an i386 program (the kernel's 32-bit ABI): unshare -U and mount refused; --privileged runs unshare -U"
+fi
+
 # Side by side: the same probes in a podman container with its default profile (runc, Docker's
 # seccomp profile and masks, podman's own capability list, a device cgroup): whatever way out
 # it refuses, ns refuses too.
