@@ -23,6 +23,8 @@ struct sbx_ns_opts {
 	                          IMAGE/.sbx-image (images/build.sh writes it), else the host's */
 	const char *agent_dir; /* holds ARCH/sbx-agent; NULL: sbx_agent_dir() */
 	const char *agent;     /* an explicit agent binary to inject; NULL: from agent_dir */
+	int privileged;        /* 1: no boundary: every capability, no seccomp filter (today's
+	                          root; docs/runners.md, "The boundary") */
 };
 
 /* Creates a running sandbox from image_dir (a root filesystem folder; never written). name:

@@ -46,6 +46,7 @@ struct sbx_create_opts {
 	const char *agent_dir;          /* holds ARCH/sbx-agent; NULL: sbx_agent_dir() */
 	const char *agent;              /* an explicit agent binary for the sandbox's init */
 	const char *const *engine_args; /* podman/docker: words added to `ENGINE create` */
+	int privileged;                 /* ns: keep every capability, no seccomp filter */
 	struct sbx_resources resources;
 };
 

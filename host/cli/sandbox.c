@@ -99,6 +99,10 @@ static int create_argv(struct cli_call *c, int argc, char **argv, struct sbx_err
 	a->kind = "ns";
 	for (int i = 0; i < argc; i++) {
 		const char *s = argv[i];
+		if (strcmp(s, "--privileged") == 0) {
+			a->co.privileged = 1;
+			continue;
+		}
 		if (i + 1 >= argc)
 			return sbx_err_set(e, SBX_EUSAGE, 0, "create: %s needs a value", s);
 		if (strcmp(s, "--image") == 0)
@@ -119,6 +123,12 @@ static int create_argv(struct cli_call *c, int argc, char **argv, struct sbx_err
 	if (a->co.image == NULL)
 		return sbx_err_set(e, SBX_EUSAGE, 0,
 		                   "create needs --image DIR (podman/docker: NAME or .tar)");
+	if (a->co.privileged && strcmp(a->kind, "ns") != 0)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "--privileged is for the ns runner");
+	if (a->co.privileged)
+		fputs("sbx: warning: --privileged: root in this sandbox is root on the machine, "
+		      "with every capability and no seccomp filter\n",
+		      stderr);
 	return 0;
 }
 
@@ -247,11 +257,13 @@ static const struct cli_cmd sb_create = {
         .run = create_run,
         .print = create_print,
         .synopsis = "[--runner KIND] --image DIR|IMAGE|FILE.tar [--name NAME] [--arch ARCH] "
-                    "[--engine-arg WORD]...",
+                    "[--engine-arg WORD]... [--privileged]",
         .summary = "a new sandbox; prints its name (KIND:NAME but for ns)",
         .details = "ns (the default): a namespace sandbox from an image folder (root; state in "
                    "$SBX_NS_DIR, default /run/sbx/ns). podman, docker: a container from an "
-                   "image name or an image archive; --engine-arg goes to the engine.",
+                   "image name or an image archive; --engine-arg goes to the engine. "
+                   "--privileged (ns only): no boundary, root in it is root on the machine "
+                   "with every capability (docs/runners.md, \"The boundary\").",
 };
 
 static const struct cli_cmd sb_status = {
