@@ -1,7 +1,8 @@
 /* Many sessions from one thread (sbx.h, sbx_loop): one epoll set over every session's fds.
- * Each round asks every session what it waits on (sbx_session_fds), brings its epoll entries up
- * to date only where that changed, waits until an fd is ready or the earliest deadline, and
- * steps the sessions that have something to do. */
+ * Each round asks the sessions that were stepped or given an operation since the last one what
+ * they wait on (sbx_session_fds), brings their epoll entries up to date where that changed,
+ * waits until an fd is ready or the earliest deadline, and steps the sessions that have
+ * something to do. */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@ struct reg {
 	struct pollfd fds[REG_FDS]; /* what is registered (revents unused) */
 	int ready;                  /* an fd of it fired this round */
 	int64_t deadline;           /* its step is due then even if no fd fires */
+	int known;                  /* fds and deadline asked at least once */
 };
 
 struct sbx_loop {
@@ -135,13 +137,15 @@ int sbx_loop_run_once(struct sbx_loop *l, int timeout_ms)
 	int64_t now = sbx_now_ns(), d = timeout_ms < 0 ? INT64_MAX : now + timeout_ms * 1000000LL;
 	for (size_t i = 0; i < l->n; i++) {
 		struct reg *r = l->regs[i];
-		struct pollfd fds[REG_FDS];
-		int64_t di;
-		int n = sbx_session_fds(r->s, fds, REG_FDS, &di);
-		update(l, r, fds, n);
-		if (di < d)
-			d = di;
-		r->deadline = di;
+		if (r->s->loop_dirty || !r->known) {
+			struct pollfd fds[REG_FDS];
+			r->s->loop_dirty = 0;
+			r->known = 1;
+			int n = sbx_session_fds(r->s, fds, REG_FDS, &r->deadline);
+			update(l, r, fds, n);
+		}
+		if (r->deadline < d)
+			d = r->deadline;
 		r->ready = 0;
 	}
 	int64_t left = d == INT64_MAX ? -1 : d - now;

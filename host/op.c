@@ -77,6 +77,7 @@ struct sbx_op *sbx_op_go(struct sbx_op *op, struct sbx_err *e)
 	}
 	op->cls->step(op, SBX_EV_START);
 	sbx_session_kick(s);
+	s->loop_dirty = 1;
 	if (op->done && op->rc != 0) {
 		*e = op->err;
 		destroy(op);
@@ -133,6 +134,10 @@ void sbx_op_stop(struct sbx_op *op, int err, const char *why)
 	op->stopping = 1;
 	sbx_err_set(&op->stop_err, SBX_EUNAVAILABLE, err, "%s: %s", op->cls->name, why);
 	op->cls->step(op, SBX_EV_STOP);
+	if (op->s != NULL) {
+		sbx_session_kick(op->s); /* a CANCEL goes at once */
+		op->s->loop_dirty = 1;
+	}
 }
 
 void sbx_op_cancel(struct sbx_op *op)
@@ -196,6 +201,8 @@ int sbx_op_status(const struct sbx_op *op, struct sbx_err *e)
 void sbx_op_set_deadline(struct sbx_op *op, double seconds)
 {
 	op->deadline_ns = seconds > 0 ? sbx_now_ns() + (int64_t)(seconds * 1e9) : INT64_MAX;
+	if (op->s != NULL)
+		op->s->loop_dirty = 1;
 }
 
 void sbx_op_set_tag(struct sbx_op *op, uintptr_t tag)

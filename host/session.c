@@ -364,6 +364,7 @@ static void drive_ops(struct sbx_session *s, int64_t now)
 int sbx_session_step(struct sbx_session *s)
 {
 	int64_t now = sbx_now_ns();
+	s->loop_dirty = 1;
 	if (!s->broken) {
 		if (s->from_fd >= 0)
 			read_channel(s, now);
@@ -446,6 +447,7 @@ static struct sbx_session *session_new(double timeout_s)
 	s->life_in = s->life_out = -1;
 	s->splice.r = s->splice.w = -1;
 	s->timeout = timeout_s > 0 ? timeout_s : 30;
+	s->loop_dirty = 1;
 	struct sigaction sa;
 	s->sigpipe_ignored = sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
 	s->rbuf = malloc(SBX_SESSION_RBUF_MIN);

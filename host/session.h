@@ -226,6 +226,9 @@ struct sbx_session {
 	int resident;        /* over the resident agent's socket (sbx_session_resident) */
 	struct sbx_op *ops;
 	struct sbx_op *done_head, *done_tail; /* the completion queue */
+	/* What it waits on may have changed since an sbx_loop last asked (set by every step and
+	 * every operation started). */
+	int loop_dirty;
 	/* Trust (host/trust.c): the sandbox's secret as this host knows it, and whether the
 	 * sandbox's keeper has shown it holds it (or took it, for a SETUP). */
 	uint8_t secret[SBX_SECRET_LEN];

@@ -47,17 +47,6 @@ static long pss_kib(pid_t pid)
 	return v;
 }
 
-static int ns_of(pid_t pid, char *out, size_t cap)
-{
-	char p[64];
-	snprintf(p, sizeof p, "/proc/%d/ns/pid", (int)pid);
-	ssize_t n = readlink(p, out, cap - 1);
-	if (n <= 0)
-		return -1;
-	out[n] = '\0';
-	return 0;
-}
-
 static pid_t ppid_of(pid_t pid)
 {
 	char p[64], buf[512];
@@ -83,9 +72,9 @@ static long sandboxes_pss(const pid_t *inits, int n)
 {
 	char(*nss)[64] = calloc((size_t)n, sizeof *nss);
 	for (int i = 0; i < n; i++)
-		ns_of(inits[i], nss[i], sizeof nss[i]);
+		fixture_pidns(inits[i], nss[i], sizeof nss[i]);
 	char self_ns[64] = "";
-	ns_of(getpid(), self_ns, sizeof self_ns);
+	fixture_pidns(getpid(), self_ns, sizeof self_ns);
 	long total = 0;
 	DIR *d = opendir("/proc");
 	struct dirent *de;
@@ -95,7 +84,7 @@ static long sandboxes_pss(const pid_t *inits, int n)
 		if (p <= 0 || p == me)
 			continue;
 		char ns[64];
-		if (ns_of(p, ns, sizeof ns) != 0)
+		if (fixture_pidns(p, ns, sizeof ns) != 0)
 			continue;
 		int mine = 0;
 		if (strcmp(ns, self_ns) == 0) {

@@ -48,17 +48,6 @@ static int teardown(void **state)
 	return fixture_rmtree(tmpdir) == 0 ? 0 : -1;
 }
 
-static int pidns_of(pid_t pid, char *out, size_t cap)
-{
-	char p[64];
-	snprintf(p, sizeof p, "/proc/%d/ns/pid", (int)pid);
-	ssize_t n = readlink(p, out, cap - 1);
-	if (n <= 0)
-		return -1;
-	out[n] = '\0';
-	return 0;
-}
-
 /* How many processes of this machine live in one of the pid namespaces given. */
 static int left_in(char (*nss)[64], int n)
 {
@@ -68,7 +57,7 @@ static int left_in(char (*nss)[64], int n)
 	while ((de = readdir(d)) != NULL) {
 		pid_t p = (pid_t)atoi(de->d_name);
 		char ns[64];
-		if (p <= 0 || pidns_of(p, ns, sizeof ns) != 0)
+		if (p <= 0 || fixture_pidns(p, ns, sizeof ns) != 0)
 			continue;
 		for (int i = 0; i < n; i++)
 			if (strcmp(ns, nss[i]) == 0) {
@@ -133,7 +122,7 @@ static void fleet(void **state)
 			fail_msg("create %d: %s", i, e.msg);
 		struct sbx_sandbox sb;
 		assert_int_equal(sbx_sandbox_status(spec[i], &sb, &e), 0);
-		assert_int_equal(pidns_of((pid_t)sb.pid, nss[i], sizeof nss[i]), 0);
+		assert_int_equal(fixture_pidns((pid_t)sb.pid, nss[i], sizeof nss[i]), 0);
 		if (sbx_open(spec[i], &oo, &ss[i], &e) != 0)
 			fail_msg("open %d: %s", i, e.msg);
 		assert_int_equal(sbx_loop_add(l, ss[i], &e), 0);

@@ -521,6 +521,22 @@ static void many_sessions_one_loop(void **state)
 		}
 	}
 	assert_int_equal(got, S * PER);
+	/* A deadline set after the start is kept by the loop too. */
+	struct sbx_exec_opts o;
+	sbx_exec_opts_init(&o);
+	char *argv[] = {"/bin/sleep", "5", NULL};
+	o.argv = argv;
+	struct sbx_op *x = sbx_exec_async(ss[0], &o, &e);
+	assert_non_null(x);
+	assert_true(sbx_loop_run_once(l, 50) >= 0);
+	sbx_op_set_deadline(x, 0.2);
+	end = fixture_now() + 3;
+	while (!sbx_op_done(x) && fixture_now() < end)
+		assert_true(sbx_loop_run_once(l, 1000) >= 0);
+	assert_true(sbx_op_done(x));
+	assert_int_equal(sbx_op_status(x, &e), -1);
+	assert_int_equal(e.errnum, ETIMEDOUT);
+	sbx_op_free(x);
 	for (int i = 0; i < S; i++) {
 		for (int j = 0; j < PER; j++) {
 			enum sbx_kind k;
