@@ -219,6 +219,8 @@ $(B)/fuzz/fuzz_host: FUZZ_EXTRA := $(FUZZ_HOST_SRC) $(LIBARCHIVE_HOST) -lpthread
 $(B)/fuzz/fuzz_host: $(FUZZ_HOST_SRC)
 $(B)/fuzz/fuzz_keeper: FUZZ_EXTRA := agent/keeper.c agent/resident.c
 $(B)/fuzz/fuzz_keeper: agent/keeper.c agent/keeper.h
+$(B)/fuzz/fuzz_engine: FUZZ_EXTRA := host/engine.c
+$(B)/fuzz/fuzz_engine: host/engine.c host/engine.h
 $(B)/fuzz/fuzz_boot: FUZZ_EXTRA := runner/boot_dialog.c
 $(B)/fuzz/fuzz_boot: runner/boot_dialog.c runner/boot.h
 $(B)/fuzz/fuzz_inspect: FUZZ_EXTRA := runner/inspect.c -lm
@@ -234,7 +236,7 @@ $(B)/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) $(SBX_CACHE)/host/.stamp
 # ---- targets -----------------------------------------------------------------------------
 
 .PHONY: all agents host check size clean distclean format fuzz bench-session bench-supervise \
-	bench-sha256 bench-transfer bench-runners FORCE
+	bench-sha256 bench-transfer bench-runners bench-scale FORCE
 all: agents host
 agents: $(AGENTS)
 host: $(HOST)
@@ -258,6 +260,9 @@ bench-runners: $(AGENTS) $(B)/host/sbx $(B)/bench/bench_probe images
 
 bench-sha256: $(B)/bench/sha256_speed
 	$(B)/bench/sha256_speed
+
+bench-scale: $(AGENTS) $(B)/host/sbx $(B)/bench/bench_scale images
+	SBX_AGENT_DIR=$(abspath $(B)/agent) SBX=$(abspath $(B)/host/sbx) $(B)/bench/bench_scale
 
 bench-supervise: $(AGENTS) $(B)/host/sbx $(B)/bench/bench_supervise $(HARNESS)
 	SBX_AGENT_DIR=$(abspath $(B)/agent) SBX_HARNESS_DIR=$(abspath $(B)/harness) \

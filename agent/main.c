@@ -1,11 +1,12 @@
 /* sbx-agent: the static program injected into a sandbox. This file only dispatches the
  * command line; each command lives in its own file (serve.c, supervise_main.c, init.c,
- * selftest.c, pack_main.c). */
+ * selftest.c, pack_main.c, enter.c). */
 #include <archive.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "arch.h"
+#include "enter.h"
 #include "init.h"
 #include "pack_main.h"
 #include "selftest.h"
@@ -36,7 +37,10 @@ static void usage(FILE *f)
 	      "  init [--serve]\n"
 	      "             PID 1 of a sandbox: reap orphans; SIGTERM kills all; --serve: take\n"
 	      "             sessions on a socket from outside the pid namespace "
-	      "(docs/runners.md)\n",
+	      "(docs/runners.md)\n"
+	      "  enter PID PROGRAM [ARG]...\n"
+	      "             run PROGRAM in the ns sandbox whose init is PID, confined to its\n"
+	      "             boundary (docs/runners.md)\n",
 	      f);
 }
 
@@ -60,6 +64,8 @@ int main(int argc, char **argv)
 		return sbx_supervise_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "init") == 0)
 		return sbx_init_main(argc > 2 && strcmp(argv[2], "--serve") == 0);
+	if (strcmp(cmd, "enter") == 0)
+		return sbx_enter_main(argc - 2, argv + 2);
 	if (strcmp(cmd, "selftest") == 0)
 		return sbx_selftest_run(stdout) == 0 ? 0 : 1;
 	if (strcmp(cmd, "pack") == 0)

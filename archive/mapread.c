@@ -8,8 +8,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-/* 4 MiB: one mmap and munmap per 4 MiB of data; a multiple of every page size. */
-#define WIN ((size_t)4 << 20)
+/* 2 MiB: one mmap and munmap per 2 MiB of data (a mapped window counts in the agent's RSS,
+ * which must stay under 8 MiB with the other buffers); a multiple of every page size. */
+#define WIN ((size_t)2 << 20)
 
 /* The handler's view: the window being read, armed only during the copy. */
 static sigjmp_buf jump;

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Writes the seeds of fuzz_host (fuzz/corpus/host/): agent byte streams answering the calls
-fuzz/fuzz_host.c makes, in its order (stream ids 1..12), well-formed and in hostile variants.
+fuzz/fuzz_host.c makes, in its order (stream ids 1..12), well-formed and in hostile variants;
+and the same streams for fuzz_engine (fuzz/corpus/engine/), which opens its streams in that
+order, each twice: fed whole at one time, and cut in 4-byte pieces with the clock moving.
 Run from the top of the tree; the files are checked in."""
 import hashlib
 import os
@@ -95,9 +97,16 @@ def main():
         "download_dir_member": session({11: download(11, small(A.tar_of([A.member("a", "dir"), A.member("a/x", data=b"1")])))}),
         "error_status": session({1: frame(A.RESPONSE, 1, A.err(2, "\x1b]52;c;AAAA\x07denied", 13))}),
     }
+    engine = os.path.join(os.path.dirname(__file__), "corpus", "engine")
+    os.makedirs(engine, exist_ok=True)
     for name, data in seeds.items():
         with open(os.path.join(out, name), "wb") as f:
             f.write(data)
+        # fuzz_engine's two leading bytes: how the input is cut, how the clock moves.
+        with open(os.path.join(engine, name), "wb") as f:
+            f.write(b"\x00\x00" + data)
+        with open(os.path.join(engine, name + "-cut"), "wb") as f:
+            f.write(b"\x07\x03" + data)
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ static int reach(pid_t pid, const char *path, struct sbx_err *e)
 
 int sbx_session_direct(struct sbx_session *s, pid_t pid, struct sbx_err *e)
 {
-	if (s->life_in >= 0 || s->streams != NULL || !sbx_outq_empty(&s->out))
+	if (s->life_in >= 0 || s->eng.streams != NULL || !sbx_outq_empty(&s->eng.out))
 		return sbx_err_set(e, SBX_EUSAGE, 0,
 		                   "direct socket: only on a quiet session, once");
 	uint8_t token[SBX_DIRECT_TOKEN_LEN];
@@ -79,17 +79,17 @@ int sbx_session_direct(struct sbx_session *s, pid_t pid, struct sbx_err *e)
 	sbx_msgw_init(&w, buf, sizeof buf);
 	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_DIRECT);
 	sbx_msgw_bytes(&w, SBX_T_TOKEN, token, sizeof token);
-	struct sbx_stream *p;
+	struct sbx_op *p;
 	if (sbx_call(s, &w, &p, e) != 0)
 		return -1;
 	char path[128] = "";
 	struct sbx_field f;
 	int ok = sbx_msg_find(p->resp, p->resp_len, SBX_T_PATH, &f) == 1 &&
 	         sbx_field_str(&f, path, sizeof path) == 0;
-	sbx_stream_free(s, p);
+	sbx_op_free(p);
 	if (!ok)
 		return sbx_err_set(e, SBX_EPROTOCOL, 0, "direct socket: no path in the answer");
-	if (!sbx_outq_empty(&s->out))
+	if (!sbx_outq_empty(&s->eng.out))
 		return sbx_err_set(e, SBX_EUSAGE, 0, "direct socket: the session was not quiet");
 	/* From here the agent may switch at any moment: nothing more goes on its stdin. */
 	int c = reach(pid, path, e);
@@ -115,9 +115,8 @@ int sbx_session_direct(struct sbx_session *s, pid_t pid, struct sbx_err *e)
 		/* The agent may have switched already: the session cannot go on either way. */
 		sbx_err_set(e, SBX_EUNAVAILABLE, 0,
 		            "direct socket: no answer from the agent on it");
-		s->broken = 1;
-		s->broken_err = *e;
-		return -1;
+		return sbx_session_fail(s, SBX_EUNAVAILABLE, 0,
+		                        "direct socket: no answer from the agent on it");
 	}
 	int in = fcntl(c, F_DUPFD_CLOEXEC, 3);
 	if (in < 0) {

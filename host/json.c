@@ -732,13 +732,22 @@ const char *sbx_jw_flush(struct sbx_jw *w, size_t *len)
 void sbx_jw_kstr(struct sbx_jw *w, const char *key, const char *s)
 {
 	sbx_jw_key(w, key);
-	sbx_jw_str(w, s);
+	if (s != NULL)
+		sbx_jw_str(w, s);
+	else
+		sbx_jw_null(w);
 }
 
 void sbx_jw_kstrn(struct sbx_jw *w, const char *key, const void *bytes, size_t len)
 {
 	sbx_jw_key(w, key);
 	sbx_jw_strn(w, bytes, len);
+}
+
+void sbx_jw_kb64(struct sbx_jw *w, const char *key, const void *bytes, size_t len)
+{
+	sbx_jw_key(w, key);
+	sbx_jw_b64(w, bytes, len);
 }
 
 void sbx_jw_kint(struct sbx_jw *w, const char *key, int64_t v)
@@ -757,6 +766,24 @@ void sbx_jw_kdouble(struct sbx_jw *w, const char *key, double d)
 {
 	sbx_jw_key(w, key);
 	sbx_jw_double(w, d);
+}
+
+void sbx_jw_karr_begin(struct sbx_jw *w, const char *key)
+{
+	sbx_jw_key(w, key);
+	sbx_jw_arr_begin(w);
+}
+
+void sbx_jw_kobj_begin(struct sbx_jw *w, const char *key)
+{
+	sbx_jw_key(w, key);
+	sbx_jw_obj_begin(w);
+}
+
+void sbx_jw_kstr_begin(struct sbx_jw *w, const char *key)
+{
+	sbx_jw_key(w, key);
+	sbx_jw_str_begin(w);
 }
 
 /* ---- base64 ---- */

@@ -118,12 +118,18 @@ void sbx_jw_double(struct sbx_jw *w, double d);
 void sbx_jw_bool(struct sbx_jw *w, int b);
 void sbx_jw_null(struct sbx_jw *w);
 
-/* A member: sbx_jw_key then the value. */
+/* A member: sbx_jw_key then the value (kstr: a NULL s is null; kb64: as sbx_jw_b64). The
+ * container and part-wise forms write the key and open the value: arrays, objects and strings
+ * are then written and ended as above. */
 void sbx_jw_kstr(struct sbx_jw *w, const char *key, const char *s);
 void sbx_jw_kstrn(struct sbx_jw *w, const char *key, const void *bytes, size_t len);
+void sbx_jw_kb64(struct sbx_jw *w, const char *key, const void *bytes, size_t len);
 void sbx_jw_kint(struct sbx_jw *w, const char *key, int64_t v);
 void sbx_jw_kbool(struct sbx_jw *w, const char *key, int b);
 void sbx_jw_kdouble(struct sbx_jw *w, const char *key, double d);
+void sbx_jw_karr_begin(struct sbx_jw *w, const char *key);
+void sbx_jw_kobj_begin(struct sbx_jw *w, const char *key);
+void sbx_jw_kstr_begin(struct sbx_jw *w, const char *key);
 
 /* The finished document, NUL-terminated, without a trailing newline; NULL when the writer
  * failed or the document is incomplete (no value yet, or containers left open). */

@@ -252,17 +252,71 @@ struct sbx_exec_result {
 int sbx_exec(struct sbx_session *s, const struct sbx_exec_opts *o, struct sbx_exec_result *r,
              struct sbx_err *e);
 
-/* The same in two steps, so other calls (a ping, a probe) can run while output streams:
- * sbx_exec_start returns a handle; any later call on the session keeps delivering its output;
- * sbx_exec_wait finishes it. opts must stay valid until then. */
-struct sbx_exec;
-int sbx_exec_start(struct sbx_session *s, const struct sbx_exec_opts *o, struct sbx_exec **out,
-                   struct sbx_err *e);
-int sbx_exec_wait(struct sbx_session *s, struct sbx_exec *x, struct sbx_exec_result *r,
-                  struct sbx_err *e);
+/* ---- operations that do not block ------------------------------------------------------
+ *
+ * Every call above waits for its answer. Its _async form starts the same work and returns at
+ * once with an operation; many may be in flight on one session (each on its own stream of the
+ * one connection), and many sessions in one thread. The program waits on the session's fds
+ * (sbx_session_fds: poll them, or register them with its event loop) and calls
+ * sbx_session_step when one is ready or the deadline came; the step does what is ready without
+ * blocking, and operations that ended join the session's completion queue
+ * (sbx_session_next_done). A blocking call on the session also moves every operation in
+ * flight. An operation's result is read with its _result function once it is done, and it is
+ * freed with sbx_op_free (freeing one still running cancels it). A broken session ends every
+ * operation with its error. Options and buffers given to an _async call must outlive it. */
+struct sbx_op;
+struct pollfd;
 
-/* 1 once the command's result has arrived (sbx_exec_wait will not block). */
-int sbx_exec_done(const struct sbx_exec *x);
+/* The fds the session waits on (at most max written, with the events wanted) and the time
+ * (sbx_now_ns clock, CLOCK_MONOTONIC in ns) by which it must be stepped even if none is ready
+ * (INT64_MAX: none). Their count. */
+int sbx_session_fds(struct sbx_session *s, struct pollfd *fds, int max, int64_t *deadline_ns);
+/* Does what is ready, never blocks. 0, or -1 once the session is broken. */
+int sbx_session_step(struct sbx_session *s);
+/* The next operation that ended (in the order they ended), or NULL. */
+struct sbx_op *sbx_session_next_done(struct sbx_session *s);
+/* How many operations are in flight. */
+size_t sbx_session_ops(const struct sbx_session *s);
+/* 1 once op ended. */
+int sbx_op_done(const struct sbx_op *op);
+/* Waits (stepping the session) until op ended: its status. */
+int sbx_op_wait(struct sbx_op *op, struct sbx_err *e);
+/* 0 when op succeeded; -1 with *e when it failed (or is still running: SBX_EUSAGE). */
+int sbx_op_status(const struct sbx_op *op, struct sbx_err *e);
+/* Ends op now (SBX_EUNAVAILABLE, ECANCELED): a job in the sandbox is cancelled, a late answer
+ * dropped. */
+void sbx_op_cancel(struct sbx_op *op);
+/* op ends (SBX_EUNAVAILABLE, ETIMEDOUT) unless done within seconds from now (0: no deadline). */
+void sbx_op_set_deadline(struct sbx_op *op, double seconds);
+/* A value of the caller's kept with op (to find its owner when it comes out of the queue). */
+void sbx_op_set_tag(struct sbx_op *op, uintptr_t tag);
+uintptr_t sbx_op_tag(const struct sbx_op *op);
+/* What op is: "ping", "request", "job", ... */
+const char *sbx_op_name(const struct sbx_op *op);
+void sbx_op_free(struct sbx_op *op);
+
+/* Many sessions in one thread: a loop over an epoll set of their fds. A session is added
+ * once (sbx_loop_remove before closing it); sbx_loop_run_once waits until something is ready
+ * on any of them or a deadline came (at most timeout_ms; -1: no limit), steps those that are
+ * due, and returns how many it stepped (-1 when the wait failed). Ended operations of all
+ * its sessions come out of sbx_loop_next_done, round robin over the sessions. */
+struct sbx_loop;
+struct sbx_loop *sbx_loop_new(struct sbx_err *e);
+int sbx_loop_add(struct sbx_loop *l, struct sbx_session *s, struct sbx_err *e);
+void sbx_loop_remove(struct sbx_loop *l, struct sbx_session *s);
+size_t sbx_loop_sessions(const struct sbx_loop *l);
+int sbx_loop_run_once(struct sbx_loop *l, int timeout_ms);
+struct sbx_op *sbx_loop_next_done(struct sbx_loop *l);
+void sbx_loop_free(struct sbx_loop *l);
+
+struct sbx_op *sbx_ping_async(struct sbx_session *s, struct sbx_err *e);
+int sbx_ping_result(const struct sbx_op *op, double *rtt_s, struct sbx_err *e);
+struct sbx_op *sbx_kind_async(struct sbx_session *s, const char *path, struct sbx_err *e);
+int sbx_kind_result(const struct sbx_op *op, enum sbx_kind *out, struct sbx_err *e);
+/* Its output goes to o->on_output from within sbx_session_step (or a blocking call). */
+struct sbx_op *sbx_exec_async(struct sbx_session *s, const struct sbx_exec_opts *o,
+                              struct sbx_err *e);
+int sbx_exec_result(const struct sbx_op *op, struct sbx_exec_result *r, struct sbx_err *e);
 
 /* ---- transfers ----------------------------------------------------------------------------
  *
@@ -330,6 +384,17 @@ int sbx_download_path(struct sbx_session *s, const char *source, const char *tar
  * allows (keeping a sticky bit), else only required to be writable. */
 int sbx_upload_path(struct sbx_session *s, const char *source, const char *target,
                     const struct sbx_xfer_opts *o, struct sbx_xfer_stats *st, struct sbx_err *e);
+
+/* The two uploads as operations that do not block: the packing thread starts at once, the
+ * archive goes as the channel takes it; cancelling one sends CANCEL, and the agent drops its
+ * staging (the old tree stays). o is read at the start only (o->progress and o->timeout_s are
+ * the blocking forms': give the op a deadline instead). Downloads have no such form yet: their
+ * unpacking runs on the calling thread (docs/architecture.md). */
+struct sbx_op *sbx_upload_dir_async(struct sbx_session *s, const char *source, const char *target,
+                                    const struct sbx_xfer_opts *o, struct sbx_err *e);
+struct sbx_op *sbx_upload_path_async(struct sbx_session *s, const char *source, const char *target,
+                                     const struct sbx_xfer_opts *o, struct sbx_err *e);
+int sbx_upload_result(const struct sbx_op *op, struct sbx_xfer_stats *st, struct sbx_err *e);
 
 /* Replays a download's archive_copy byte for byte at target (kind: what download_path said;
  * a file's archive must hold only the one regular file named as target's last name).
@@ -422,6 +487,25 @@ int sbx_run_rearm(struct sbx_session *s, const char *run_dir, struct sbx_err *e)
 
 /* Marks the session closing: no later activation is accepted. */
 int sbx_run_close(struct sbx_session *s, const char *run_dir, struct sbx_err *e);
+
+/* The supervision calls that do not block (see "operations that do not block"): started, then
+ * their result read once done. A run's start asks the keeper first when trust is not decided
+ * yet (no round trip later). */
+struct sbx_op *sbx_run_start_async(struct sbx_session *s, const struct sbx_run_opts *o,
+                                   struct sbx_err *e);
+int sbx_run_start_result(const struct sbx_op *op, int64_t *pid, uint8_t key[SBX_RUN_KEY_LEN],
+                         struct sbx_err *e);
+/* Its result: sbx_op_status. */
+struct sbx_op *sbx_run_stop_async(struct sbx_session *s, const char *run_dir, struct sbx_err *e);
+struct sbx_op *sbx_run_expire_async(struct sbx_session *s, const char *run_dir, const char *reason,
+                                    struct sbx_err *e);
+int sbx_run_expire_result(const struct sbx_op *op, int *placed, struct sbx_err *e);
+struct sbx_op *sbx_run_status_async(struct sbx_session *s, const char *run_dir, struct sbx_err *e);
+int sbx_run_status_result(const struct sbx_op *op, struct sbx_run_status *st, struct sbx_err *e);
+struct sbx_op *sbx_run_read_async(struct sbx_session *s, const char *run_dir, const char *name,
+                                  int64_t offset, size_t max, struct sbx_err *e);
+int sbx_run_read_result(const struct sbx_op *op, char **data, size_t *len, int64_t *size,
+                        struct sbx_err *e);
 
 /* Parses and verifies receipt bytes (exported for tests and file-only providers). */
 int sbx_receipt_parse(const char *json, size_t len, const char *sig_hex, const uint8_t *key,

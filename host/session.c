@@ -1,12 +1,13 @@
-/* A retained session to an agent over any exec channel: spawning the channel, the
- * handshake, one poll loop that serves every open stream (responses, exec output under
- * credit, stdin feeding, keepalive pings), and the deadlines that make a dead or hung channel
- * an SBX_EUNAVAILABLE error instead of a hang. */
+/* A retained session to an agent over any exec channel: spawning the channel, moving bytes
+ * between its fds and the protocol engine (host/engine.c), the step that does whatever is ready
+ * without blocking and drives the operations in flight (host/op.c), the stdin of jobs, and the
+ * deadlines that make a dead or hung channel an SBX_EUNAVAILABLE error instead of a hang. */
 #include "session.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -16,11 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "frame.h"
-#include "proto.h"
-
 extern char **environ;
 
+/* Bulk bytes queued for the channel past which jobs stop producing stdin. */
 #define BULK_LIMIT (2u * 1024u * 1024u)
 
 static int64_t ns(double s)
@@ -28,36 +27,39 @@ static int64_t ns(double s)
 	return (int64_t)(s * 1e9);
 }
 
-/* Marks the session broken with this error (the first one wins) and copies it to e. */
-static int breaks(struct sbx_session *s, struct sbx_err *e, enum sbx_err_class cls, int err,
-                  const char *fmt, const char *arg)
+/* ---- breaking ---- */
+
+/* Once the engine broke: the error kept with the channel's last stderr line (it usually says
+ * why: "not found"), and every operation in flight stopped with it. */
+static void observe_break(struct sbx_session *s)
 {
-	if (!s->broken) {
-		s->broken = 1;
-		char msg[200];
-		snprintf(msg, sizeof msg, fmt, arg);
-		const char *tail = s->errlen > 0 ? "; agent stderr: " : "";
-		/* The last line of the channel's stderr usually says why ("not found"). */
-		const char *last = s->errtail;
-		size_t len = s->errlen;
-		while (len > 0 && (s->errtail[len - 1] == '\n' || s->errtail[len - 1] == '\r'))
-			len--;
-		for (size_t i = len; i > 0; i--)
-			if (s->errtail[i - 1] == '\n') {
-				last = s->errtail + i;
-				break;
-			}
-		int lastlen = (int)(len - (size_t)(last - s->errtail));
-		sbx_err_set(&s->broken_err, cls, err, "%s%s%.*s", msg, tail,
-		            lastlen > 120 ? 120 : lastlen, last);
-	}
-	if (e != NULL)
-		*e = s->broken_err;
-	return -1;
+	if (s->broken || s->eng.state != SBX_ENGINE_BROKEN)
+		return;
+	s->broken = 1;
+	sbx_session_drain_stderr(s);
+	const char *last = s->errtail;
+	size_t len = s->errlen;
+	while (len > 0 && (s->errtail[len - 1] == '\n' || s->errtail[len - 1] == '\r'))
+		len--;
+	for (size_t i = len; i > 0; i--)
+		if (s->errtail[i - 1] == '\n') {
+			last = s->errtail + i;
+			break;
+		}
+	int lastlen = (int)(len - (size_t)(last - s->errtail));
+	sbx_err_set(&s->broken_err, s->eng.err.cls, s->eng.err.errnum, "%s%s%.*s", s->eng.err.msg,
+	            len > 0 ? "; agent stderr: " : "", lastlen > 120 ? 120 : lastlen, last);
+	for (struct sbx_op *op = s->ops; op != NULL; op = op->next)
+		if (!op->done && !op->stopping) {
+			op->stopping = 1;
+			op->stop_err = s->broken_err;
+			op->cls->step(op, SBX_EV_STOP);
+		}
 }
 
-static int check_broken(struct sbx_session *s, struct sbx_err *e)
+static int broken(struct sbx_session *s, struct sbx_err *e)
 {
+	observe_break(s);
 	if (!s->broken)
 		return 0;
 	if (e != NULL)
@@ -65,68 +67,30 @@ static int check_broken(struct sbx_session *s, struct sbx_err *e)
 	return -1;
 }
 
-struct sbx_stream *sbx_stream_new(struct sbx_session *s, int kind)
+int sbx_session_error(struct sbx_session *s, struct sbx_err *e)
 {
-	struct sbx_stream *p = calloc(1, sizeof *p);
-	if (p == NULL)
-		return NULL;
-	p->kind = kind;
-	p->id = s->next_id++;
-	if (s->next_id == 0)
-		s->next_id = 1;
-	p->next = s->streams;
-	s->streams = p;
-	return p;
+	return broken(s, e);
 }
 
-void sbx_stream_free(struct sbx_session *s, struct sbx_stream *p)
+int sbx_session_fail(struct sbx_session *s, enum sbx_err_class cls, int err, const char *why)
 {
-	for (struct sbx_stream **pp = &s->streams; *pp != NULL; pp = &(*pp)->next)
-		if (*pp == p) {
-			*pp = p->next;
-			break;
-		}
-	free(p->resp);
-	free(p);
+	sbx_engine_break(&s->eng, cls, err, "%s", why);
+	observe_break(s);
+	return -1;
 }
 
-static struct sbx_stream *find(struct sbx_session *s, uint32_t id)
-{
-	for (struct sbx_stream *p = s->streams; p != NULL; p = p->next)
-		if (p->id == id)
-			return p;
-	return NULL;
-}
+/* ---- the channel's fds ---- */
 
-int sbx_send(struct sbx_session *s, enum sbx_lane lane, uint8_t type, uint8_t flags,
-             uint32_t stream, const void *pre, size_t prelen, const void *p, size_t len,
-             struct sbx_err *e)
+/* What is queued, out to the channel (until it would block); SIGPIPE held back (unless the
+ * application ignores it), so a vanished agent is an error value, and a SIGPIPE that was
+ * already pending stays so. */
+static void flush(struct sbx_session *s)
 {
-	if (sbx_outq_push(&s->out, lane, type, flags, stream, pre, prelen, p, len) != 0)
-		return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "request too large or out of memory");
-	return 0;
-}
-
-static void send_credit(struct sbx_session *s, uint32_t stream, int chan, uint64_t n)
-{
-	uint8_t c[5] = {(uint8_t)chan, (uint8_t)(n >> 24), (uint8_t)(n >> 16), (uint8_t)(n >> 8),
-	                (uint8_t)n};
-	sbx_outq_push(&s->out, SBX_LANE_CTRL, SBX_F_CREDIT, 0, stream, NULL, 0, c, 5);
-}
-
-/* Writes what is queued without ever raising SIGPIPE in the caller's process. When the
- * application ignored SIGPIPE before opening the session (the sbx CLI does), the write goes
- * straight out; otherwise SIGPIPE is blocked around it and a pending one consumed, which
- * costs three system calls per write. */
-/* What is queued, out to the channel; SIGPIPE held back (unless the application ignores it),
- * so a vanished agent is an error value, and a SIGPIPE that was already pending stays so. */
-static int flush(struct sbx_session *s, struct sbx_err *e)
-{
-	if (sbx_outq_empty(&s->out))
-		return 0;
+	if (sbx_outq_empty(&s->eng.out) || s->to_fd < 0)
+		return;
 	int rc, err;
 	if (s->sigpipe_ignored) {
-		rc = sbx_splice_out(&s->splice, &s->out, s->to_fd);
+		rc = sbx_splice_out(&s->splice, &s->eng.out, s->to_fd);
 		err = errno;
 	} else {
 		sigset_t pipe_set, old, pending;
@@ -135,7 +99,7 @@ static int flush(struct sbx_session *s, struct sbx_err *e)
 		sigpending(&pending);
 		int was_pending = sigismember(&pending, SIGPIPE);
 		pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-		rc = sbx_splice_out(&s->splice, &s->out, s->to_fd);
+		rc = sbx_splice_out(&s->splice, &s->eng.out, s->to_fd);
 		err = errno;
 		if (rc != 0 && err == EPIPE && !was_pending) {
 			struct timespec zero = {0, 0};
@@ -144,242 +108,49 @@ static int flush(struct sbx_session *s, struct sbx_err *e)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	if (rc != 0)
-		return breaks(s, e, SBX_EUNAVAILABLE, err, "cannot write to the channel%s",
-		              err == EPIPE ? " (the agent is gone)" : "");
-	return 0;
+		sbx_engine_break(&s->eng, SBX_EUNAVAILABLE, err, "cannot write to the channel%s",
+		                 err == EPIPE ? " (the agent is gone)" : "");
 }
 
-static int parse_hello(struct sbx_session *s, const struct sbx_frame *f, struct sbx_err *e)
+void sbx_session_kick(struct sbx_session *s)
 {
-	struct sbx_hello *h = &s->hello;
-	struct sbx_msgr r;
-	struct sbx_field fl;
-	int rc, canary_ok = 0;
-	sbx_msgr_init(&r, f->payload, f->len);
-	while ((rc = sbx_msgr_next(&r, &fl)) == 1) {
-		int64_t v = 0;
-		int is_int = sbx_field_i64(&fl, &v) == 0;
-		switch (fl.tag) {
-		case SBX_T_PROTO_MIN:
-			h->proto_min = is_int ? v : 0;
-			break;
-		case SBX_T_PROTO_MAX:
-			h->proto_max = is_int ? v : 0;
-			break;
-		case SBX_T_AGENT_VERSION:
-			sbx_field_str(&fl, h->agent_version, sizeof h->agent_version);
-			break;
-		case SBX_T_ARCH:
-			sbx_field_str(&fl, h->arch, sizeof h->arch);
-			break;
-		case SBX_T_KERNEL:
-			sbx_field_str(&fl, h->kernel, sizeof h->kernel);
-			break;
-		case SBX_T_UID:
-			h->uid = v;
-			break;
-		case SBX_T_EUID:
-			h->euid = v;
-			break;
-		case SBX_T_GID:
-			h->gid = v;
-			break;
-		case SBX_T_EGID:
-			h->egid = v;
-			break;
-		case SBX_T_PID:
-			h->pid = v;
-			break;
-		case SBX_T_CAPS:
-			h->caps = v;
-			break;
-		case SBX_T_CGROUP:
-			h->cgroup = (int)v;
-			break;
-		case SBX_T_MAX_PAYLOAD:
-			h->max_payload = v;
-			break;
-		case SBX_T_WINDOW:
-			h->window = v;
-			break;
-		case SBX_T_SELF_SHA256:
-			if (fl.len == sizeof h->sha256)
-				memcpy(h->sha256, fl.val, sizeof h->sha256);
-			break;
-		case SBX_T_CANARY:
-			canary_ok = fl.len == SBX_CANARY_LEN &&
-			            memcmp(fl.val, SBX_CANARY, SBX_CANARY_LEN) == 0;
-			break;
-		default:
-			break;
+	if (!s->broken) {
+		flush(s);
+		observe_break(s);
+	}
+}
+
+/* Reads the channel until it would block (at most 16 reads a step, so one busy session cannot
+ * hold a loop of many): every byte to the engine. The buffer grows while reads fill it. */
+static void read_channel(struct sbx_session *s, int64_t now)
+{
+	for (int round = 0; round < 16 && s->eng.state != SBX_ENGINE_BROKEN; round++) {
+		ssize_t n = read(s->from_fd, s->rbuf, s->rcap);
+		if (n < 0) {
+			if (errno != EINTR && errno != EAGAIN)
+				sbx_engine_break(&s->eng, SBX_EUNAVAILABLE, errno,
+				                 "cannot read the channel");
+			if (errno == EINTR)
+				continue;
+			return;
 		}
-	}
-	/* A HELLO that does not parse, or whose canary changed, came through a channel that
-	 * rewrites bytes: the channel is unusable, not the agent wrong. */
-	if (rc < 0 || !canary_ok)
-		return breaks(s, e, SBX_EUNAVAILABLE, 0,
-		              "the channel mangles bytes (a tty? use exec -i without -t)%s", "");
-	h->proto = sbx_proto_choose(h->proto_min, h->proto_max, SBX_PROTO_MIN, SBX_PROTO_MAX);
-	if (h->proto == 0) {
-		char msg[160];
-		snprintf(msg, sizeof msg,
-		         "protocol version mismatch: the agent speaks %lld..%lld, this host %d..%d",
-		         (long long)h->proto_min, (long long)h->proto_max, SBX_PROTO_MIN,
-		         SBX_PROTO_MAX);
-		return breaks(s, e, SBX_EPROTOCOL, 0, "%s", msg);
-	}
-	if (h->window < 4096 || h->window > (1 << 30))
-		h->window = SBX_WINDOW_DEFAULT;
-	s->have_hello = 1;
-	uint8_t buf[128];
-	struct sbx_msgw w;
-	sbx_msgw_init(&w, buf, sizeof buf);
-	sbx_msgw_i64(&w, SBX_T_VERSION, h->proto);
-	sbx_msgw_bytes(&w, SBX_T_CANARY, SBX_CANARY, SBX_CANARY_LEN);
-	sbx_msgw_i64(&w, SBX_T_WINDOW, SBX_WINDOW_DEFAULT);
-	return sbx_send(s, SBX_LANE_CTRL, SBX_F_WELCOME, 0, 0, NULL, 0, buf, w.len, e);
-}
-
-static int on_data(struct sbx_session *s, const struct sbx_frame *f, struct sbx_err *e)
-{
-	if (f->len < 1 || (f->payload[0] != SBX_CH_STDOUT && f->payload[0] != SBX_CH_STDERR))
-		return breaks(s, e, SBX_EPROTOCOL, 0, "DATA on an unknown channel%s", "");
-	int ch = f->payload[0];
-	struct sbx_stream *p = find(s, f->stream);
-	if (p == NULL || p->kind != SBX_STREAM_EXEC || p->done)
-		return breaks(s, e, SBX_EPROTOCOL, 0, "DATA on a stream that is not a command%s",
-		              "");
-	if (!(p->out_chans & (1u << ch)) || p->out_end[ch])
-		return breaks(s, e, SBX_EPROTOCOL, 0, "DATA on a channel %s",
-		              p->out_end[ch] ? "after its END" : "this job does not send on");
-	uint64_t n = f->len - 1;
-	if (sbx_credit_rx_received(&p->rx[ch], n) != 0)
-		return breaks(s, e, SBX_EPROTOCOL, 0, "the agent overran its output credit%s", "");
-	if (n > 0 && p->opts->on_output != NULL && !p->sink_failed &&
-	    p->opts->on_output(p->opts->ctx, ch, f->payload + 1, n) != 0) {
-		p->sink_failed = 1;
-		sbx_send(s, SBX_LANE_CTRL, SBX_F_CANCEL, 0, p->id, NULL, 0, NULL, 0, NULL);
-	}
-	uint64_t g = sbx_credit_rx_consumed(&p->rx[ch], n);
-	if (g > 0)
-		send_credit(s, p->id, ch, g);
-	if (f->flags & SBX_FL_END)
-		p->out_end[ch] = 1;
-	return 0;
-}
-
-static int on_frame(struct sbx_session *s, const struct sbx_frame *f, struct sbx_err *e)
-{
-	s->last_rx_ns = sbx_now_ns();
-	if (!s->have_hello) {
-		if (f->type != SBX_F_HELLO || f->stream != 0)
-			return breaks(s, e, SBX_EPROTOCOL, 0,
-			              "the agent did not start with HELLO on stream 0%s", "");
-		return parse_hello(s, f, e);
-	}
-	struct sbx_stream *p;
-	switch (f->type) {
-	case SBX_F_PONG:
-		if (f->stream == 0) {
-			s->keepalive_sent_ns = 0;
-			return 0;
+		if (n == 0) {
+			/* Collect the channel's last words before explaining. */
+			sbx_session_drain_stderr(s);
+			sbx_engine_eof(&s->eng);
+			return;
 		}
-		/* fallthrough */
-	case SBX_F_RESPONSE:
-		p = find(s, f->stream);
-		if (p == NULL || p->done)
-			return breaks(s, e, SBX_EPROTOCOL, 0, "an answer on a stream not open%s",
-			              "");
-		if ((f->type == SBX_F_PONG) != (p->kind == SBX_STREAM_PING))
-			return breaks(s, e, SBX_EPROTOCOL, 0, "the wrong kind of answer%s", "");
-		if (p->kind == SBX_STREAM_DETACHED) {
-			sbx_stream_free(s, p);
-			return 0;
-		}
-		p->resp = malloc(f->len ? f->len : 1);
-		if (p->resp == NULL)
-			return breaks(s, e, SBX_EUNAVAILABLE, ENOMEM, "response%s", "");
-		memcpy(p->resp, f->payload, f->len);
-		p->resp_len = f->len;
-		p->done = 1;
-		p->done_ns = s->last_rx_ns;
-		return 0;
-	case SBX_F_DATA:
-		return on_data(s, f, e);
-	case SBX_F_CREDIT: {
-		p = find(s, f->stream);
-		if (f->len != 5 || f->payload[0] != SBX_CH_STDIN)
-			return breaks(s, e, SBX_EPROTOCOL, 0, "malformed CREDIT%s", "");
-		uint64_t n = (uint64_t)f->payload[1] << 24 | (uint64_t)f->payload[2] << 16 |
-		             (uint64_t)f->payload[3] << 8 | f->payload[4];
-		if (p != NULL && sbx_credit_tx_grant(&p->tx_in, n, (uint64_t)s->hello.window) != 0)
-			return breaks(s, e, SBX_EPROTOCOL, 0, "credit past any window%s", "");
-		return 0;
-	}
-	default:
-		return breaks(s, e, SBX_EPROTOCOL, 0,
-		              f->type == SBX_F_HELLO ? "the agent sent HELLO twice%s"
-		                                     : "the agent sent a frame only hosts send%s",
-		              "");
-	}
-}
-
-static int read_channel(struct sbx_session *s, struct sbx_err *e)
-{
-	/* Room for several whole DATA frames per read: a frame that arrives whole is decoded
-	 * in place (no copy). */
-	uint8_t *buf = s->rbuf;
-	ssize_t n = read(s->from_fd, buf, SBX_SESSION_RBUF);
-	if (n < 0) {
-		if (errno == EINTR || errno == EAGAIN)
-			return 0;
-		return breaks(s, e, SBX_EUNAVAILABLE, errno, "cannot read the channel%s", "");
-	}
-	if (n == 0) {
-		/* Collect the channel's last words before explaining. */
-		sbx_session_drain_stderr(s);
-		return breaks(s, e, SBX_EUNAVAILABLE, 0, "%s",
-		              sbx_frame_dec_midframe(&s->dec)
-		                      ? "the channel ended inside a frame (the agent was killed?)"
-		              : s->have_hello ? "the agent closed the channel"
-		                              : "the channel closed before the agent spoke");
-	}
-	if (s->seen < sizeof s->first) {
-		size_t k = sizeof s->first - s->seen < (size_t)n ? sizeof s->first - s->seen
-		                                                 : (size_t)n;
-		memcpy(s->first + s->seen, buf, k);
-		s->seen += k;
-	}
-	size_t pos = 0;
-	while (pos < (size_t)n) {
-		size_t used;
-		struct sbx_frame f;
-		enum sbx_dec_status st =
-		        sbx_frame_dec_feed(&s->dec, buf + pos, (size_t)n - pos, &used, &f);
-		pos += used;
-		if (st == SBX_DEC_ERROR) {
-			char what[200];
-			if (!s->have_hello) {
-				/* Show what the channel printed instead of frames. */
-				char shown[48];
-				size_t k = 0;
-				for (size_t i = 0; i < s->seen && k + 1 < sizeof shown; i++)
-					shown[k++] = s->first[i] >= 32 && s->first[i] < 127
-					                     ? (char)s->first[i]
-					                     : '.';
-				shown[k] = '\0';
-				snprintf(what, sizeof what, "%s; the channel sent \"%s\"",
-				         sbx_dec_error_text(s->dec.error), shown);
-			} else {
-				snprintf(what, sizeof what, "%s", sbx_dec_error_text(s->dec.error));
+		sbx_engine_feed(&s->eng, s->rbuf, (size_t)n, now);
+		if ((size_t)n < s->rcap)
+			return;
+		if (s->rcap < SBX_SESSION_RBUF_MAX) {
+			uint8_t *b = realloc(s->rbuf, s->rcap * 4);
+			if (b != NULL) {
+				s->rbuf = b;
+				s->rcap *= 4;
 			}
-			return breaks(s, e, SBX_EUNAVAILABLE, 0,
-			              "corrupt stream from the agent: %s", what);
 		}
-		if (st == SBX_DEC_FRAME && on_frame(s, &f, e) != 0)
-			return -1;
 	}
-	return 0;
 }
 
 void sbx_session_drain_stderr(struct sbx_session *s)
@@ -417,162 +188,230 @@ void sbx_session_drain_stderr(struct sbx_session *s)
 	}
 }
 
-/* Queues stdin DATA for every command that has bytes and credit. */
-static void feed_stdin(struct sbx_session *s)
+/* ---- a job's stdin ---- */
+
+static int bulk_room(const struct sbx_session *s)
 {
-	for (struct sbx_stream *p = s->streams; p != NULL; p = p->next) {
-		if (p->kind != SBX_STREAM_EXEC || p->stdin_done || p->opts->stdin_data == NULL)
-			continue;
-		while (!p->stdin_done && s->out.bulk_bytes < BULK_LIMIT) {
-			size_t left = p->opts->stdin_len - p->stdin_off;
-			uint64_t n = sbx_credit_tx_take(
-			        &p->tx_in, left < SBX_DATA_CHUNK ? left : SBX_DATA_CHUNK);
-			if (n == 0 && left > 0)
-				break;
-			uint8_t ch = SBX_CH_STDIN;
-			int end = n == left;
-			sbx_outq_push(&s->out, SBX_LANE_BULK, SBX_F_DATA, end ? SBX_FL_END : 0,
-			              p->id, &ch, 1,
-			              (const uint8_t *)p->opts->stdin_data + p->stdin_off, n);
-			p->stdin_off += n;
-			p->stdin_done = end;
-		}
-	}
+	return s->eng.out.bulk_bytes < BULK_LIMIT &&
+	       (!s->splice_tried || !sbx_splice_full(&s->splice, &s->eng.out));
 }
 
-static void read_stdin_fd(struct sbx_session *s, struct sbx_stream *p)
+int sbx_session_stdin_buf(struct sbx_session *s, struct sbx_stream *p, const void *b, size_t len,
+                          size_t *off)
 {
-	uint64_t room = sbx_credit_tx_take(&p->tx_in, SBX_DATA_CHUNK);
-	if (room == 0)
-		return;
-	/* Moved into the staging pipe when it has room (no copy: an upload's archive, a file
-	 * given as stdin); else read below. */
-	if (!s->splice_tried) {
-		s->splice_tried = 1;
-		sbx_splice_open(&s->splice, s->to_fd);
-	}
-	if (sbx_splice_full(&s->splice, &s->out)) {
-		p->tx_in.avail += room; /* polled again once the splice pipe has moved on */
-		return;
-	}
-	ssize_t staged = sbx_splice_in(&s->splice, &s->out, p->opts->stdin_fd, (size_t)room, p->id,
-	                               SBX_CH_STDIN);
-	if (staged > 0) {
-		p->tx_in.avail += room - (uint64_t)staged;
-		return;
-	}
-	if (staged == SBX_SPLICE_LOST) {
-		p->tx_in.avail += room;
-		breaks(s, NULL, SBX_EUNAVAILABLE, ENOMEM, "queueing stdin%s", "");
-		return;
-	}
-	/* Nothing there yet, the end, or a source splice cannot take: read() says which. */
-	/* Read straight into the frame that will carry the bytes. */
-	uint8_t *buf = sbx_outq_reserve(&s->out, 1, (size_t)room);
-	if (buf == NULL) {
-		p->tx_in.avail += room;
-		return;
-	}
-	ssize_t n = read(p->opts->stdin_fd, buf, room);
-	if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
-		sbx_outq_unreserve(&s->out);
-		p->tx_in.avail += room;
-		return;
-	}
-	if (n < 0)
-		n = 0; /* an unreadable stdin ends like an empty one */
-	p->tx_in.avail += room - (uint64_t)n;
-	uint8_t ch = SBX_CH_STDIN;
-	p->stdin_done = n == 0;
-	sbx_outq_commit(&s->out, SBX_LANE_BULK, SBX_F_DATA, n == 0 ? SBX_FL_END : 0, p->id, &ch,
-	                (size_t)n);
-}
-
-int sbx_pump(struct sbx_session *s, int64_t deadline_ns, struct sbx_err *e)
-{
-	if (check_broken(s, e) != 0)
-		return -1;
-	feed_stdin(s);
-	if (flush(s, e) != 0)
-		return -1;
-	struct pollfd pfd[3 + 64];
-	struct sbx_stream *owner[3 + 64];
-	int n = 0;
-	pfd[n] = (struct pollfd){.fd = s->from_fd, .events = POLLIN};
-	owner[n++] = NULL;
-	if (s->err_fd >= 0) {
-		pfd[n] = (struct pollfd){.fd = s->err_fd, .events = POLLIN};
-		owner[n++] = NULL;
-	}
-	if (!sbx_outq_empty(&s->out)) {
-		pfd[n] = (struct pollfd){.fd = s->to_fd, .events = POLLOUT};
-		owner[n++] = NULL;
-	}
-	for (struct sbx_stream *p = s->streams; p != NULL && n < 3 + 64; p = p->next)
-		if (p->kind == SBX_STREAM_EXEC && !p->stdin_done && p->opts->stdin_data == NULL &&
-		    p->opts->stdin_fd >= 0 && p->tx_in.avail > 0 &&
-		    s->out.bulk_bytes < BULK_LIMIT &&
-		    (!s->splice_tried || !sbx_splice_full(&s->splice, &s->out))) {
-			pfd[n] = (struct pollfd){.fd = p->opts->stdin_fd, .events = POLLIN};
-			owner[n++] = p;
-		}
-	int64_t now = sbx_now_ns();
-	int64_t wait = deadline_ns - now;
-	/* Keepalive: a silent agent gets a ping; no answer within the timeout breaks the session.
-	 * Never before HELLO: the agent refuses any frame before WELCOME, and the HELLO has its
-	 * own deadline (await_hello). */
-	int64_t quiet = ns(s->timeout) / 2;
-	if (s->have_hello && s->keepalive_sent_ns == 0 && now - s->last_rx_ns >= quiet) {
-		sbx_send(s, SBX_LANE_CTRL, SBX_F_PING, 0, 0, NULL, 0, NULL, 0, NULL);
-		s->keepalive_sent_ns = now;
-		if (flush(s, e) != 0)
-			return -1;
-	}
-	if (s->keepalive_sent_ns != 0 && now - s->keepalive_sent_ns > ns(s->timeout))
-		return breaks(s, e, SBX_EUNAVAILABLE, 0,
-		              "the agent stopped answering (no pong in %s)", "the session timeout");
-	int64_t ka = s->keepalive_sent_ns != 0 ? s->keepalive_sent_ns + ns(s->timeout) - now
-	                                       : s->last_rx_ns + quiet - now;
-	if (s->have_hello && ka < wait)
-		wait = ka;
-	if (wait < 0)
-		wait = 0;
-	int ms = (int)((wait + 999999) / 1000000);
-	int r = poll(pfd, (nfds_t)n, ms);
-	if (r < 0) {
-		if (errno == EINTR)
+	while (s->eng.out.bulk_bytes < BULK_LIMIT) {
+		size_t left = len - *off;
+		uint64_t n = sbx_credit_tx_take(&p->tx_in,
+		                                left < SBX_DATA_CHUNK ? left : SBX_DATA_CHUNK);
+		if (n == 0 && left > 0)
 			return 0;
-		return breaks(s, e, SBX_EUNAVAILABLE, errno, "poll%s", "");
-	}
-	for (int i = 0; i < n; i++) {
-		if (pfd[i].revents == 0)
-			continue;
-		if (owner[i] != NULL) {
-			read_stdin_fd(s, owner[i]);
-		} else if (pfd[i].fd == s->from_fd) {
-			if (read_channel(s, e) != 0)
-				return -1;
-		} else if (pfd[i].fd == s->err_fd) {
-			sbx_session_drain_stderr(s);
-		} else if (flush(s, e) != 0) {
+		uint8_t ch = SBX_CH_STDIN;
+		int end = n == left;
+		if (sbx_engine_send(&s->eng, SBX_LANE_BULK, SBX_F_DATA, end ? SBX_FL_END : 0, p->id,
+		                    &ch, 1, (const uint8_t *)b + *off, n, NULL) != 0)
 			return -1;
-		}
-	}
-	return flush(s, e);
-}
-
-int sbx_wait_stream(struct sbx_session *s, struct sbx_stream *p, int64_t deadline_ns,
-                    struct sbx_err *e)
-{
-	while (!p->done) {
-		if (sbx_now_ns() >= deadline_ns)
-			return breaks(s, e, SBX_EUNAVAILABLE, ETIMEDOUT,
-			              "no answer from the agent %s", "before the deadline");
-		if (sbx_pump(s, deadline_ns, e) != 0)
-			return -1;
+		*off += n;
+		if (end)
+			return 1;
 	}
 	return 0;
 }
+
+int sbx_session_stdin_fd(struct sbx_session *s, struct sbx_stream *p, int fd, int *end)
+{
+	for (int round = 0; round < 16; round++) {
+		if (s->broken || s->eng.state == SBX_ENGINE_BROKEN)
+			return -1;
+		if (!bulk_room(s))
+			return 0;
+		uint64_t room = sbx_credit_tx_take(&p->tx_in, SBX_DATA_CHUNK);
+		if (room == 0)
+			return 0;
+		/* Moved into the splice pipe when it has room (no copy: an upload's archive, a file
+		 * given as stdin); else read below. */
+		if (!s->splice_tried) {
+			s->splice_tried = 1;
+			sbx_splice_open(&s->splice, s->to_fd);
+		}
+		ssize_t staged = sbx_splice_in(&s->splice, &s->eng.out, fd, (size_t)room, p->id,
+		                               SBX_CH_STDIN);
+		if (staged > 0) {
+			p->tx_in.avail += room - (uint64_t)staged;
+			continue;
+		}
+		if (staged == SBX_SPLICE_LOST) {
+			p->tx_in.avail += room;
+			return sbx_engine_break(&s->eng, SBX_EUNAVAILABLE, ENOMEM,
+			                        "queueing stdin");
+		}
+		/* Nothing there yet, the end, or a source splice cannot take: read() says which,
+		 * straight into the frame that will carry the bytes. */
+		uint8_t *buf = sbx_outq_reserve(&s->eng.out, 1, (size_t)room);
+		if (buf == NULL) {
+			p->tx_in.avail += room;
+			return 0;
+		}
+		ssize_t n = read(fd, buf, room);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+			sbx_outq_unreserve(&s->eng.out);
+			p->tx_in.avail += room;
+			if (errno == EINTR)
+				continue;
+			return 1;
+		}
+		if (n < 0)
+			n = 0; /* an unreadable stdin ends like an empty one */
+		p->tx_in.avail += room - (uint64_t)n;
+		uint8_t ch = SBX_CH_STDIN;
+		sbx_outq_commit(&s->eng.out, SBX_LANE_BULK, SBX_F_DATA, n == 0 ? SBX_FL_END : 0,
+		                p->id, &ch, (size_t)n);
+		if (n == 0) {
+			*end = 1;
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* ---- the step ---- */
+
+int sbx_session_fds(struct sbx_session *s, struct pollfd *fds, int max, int64_t *deadline_ns)
+{
+	int n = 0;
+	int64_t now = sbx_now_ns(), d = INT64_MAX;
+	if (!s->broken && s->eng.state != SBX_ENGINE_BROKEN) {
+		if (n < max && s->from_fd >= 0)
+			fds[n++] = (struct pollfd){s->from_fd, POLLIN, 0};
+		if (n < max && s->to_fd >= 0 && !sbx_outq_empty(&s->eng.out))
+			fds[n++] = (struct pollfd){s->to_fd, POLLOUT, 0};
+		d = sbx_engine_deadline(&s->eng, now);
+	}
+	if (n < max && s->err_fd >= 0)
+		fds[n++] = (struct pollfd){s->err_fd, POLLIN, 0};
+	for (struct sbx_op *op = s->ops; op != NULL; op = op->next) {
+		if (op->done)
+			continue;
+		for (int i = 0; i < SBX_OP_FDS && n < max; i++)
+			if (op->fds[i].fd >= 0 && op->fds[i].events != 0)
+				fds[n++] = (struct pollfd){op->fds[i].fd, op->fds[i].events, 0};
+		if (op->timer_ns < d)
+			d = op->timer_ns;
+		if (!op->stopping && op->deadline_ns < d)
+			d = op->deadline_ns;
+		/* Work already due (an answer not delivered, room for stdin) wants the step now. */
+		if (op->stream_ready || (op->credit_ready && bulk_room(s)))
+			d = now;
+	}
+	*deadline_ns = d;
+	return n;
+}
+
+/* Delivers what each operation has waiting; an operation may finish, and start others, while
+ * this runs: the list is walked again until nothing more is due. */
+static void drive_ops(struct sbx_session *s, int64_t now)
+{
+	struct pollfd pf[64];
+	struct sbx_op *owner[64];
+	int k = 0;
+	for (struct sbx_op *op = s->ops; op != NULL && k < 64; op = op->next)
+		for (int i = 0; i < SBX_OP_FDS && k < 64; i++)
+			if (!op->done && op->fds[i].fd >= 0 && op->fds[i].events != 0) {
+				pf[k] = (struct pollfd){op->fds[i].fd, op->fds[i].events, 0};
+				owner[k++] = op;
+			}
+	if (k > 0 && poll(pf, (nfds_t)k, 0) > 0)
+		for (int j = 0; j < k; j++)
+			for (int i = 0; i < SBX_OP_FDS; i++)
+				if (owner[j]->fds[i].fd == pf[j].fd)
+					owner[j]->fds[i].revents = pf[j].revents;
+	for (int again = 1; again;) {
+		again = 0;
+		for (struct sbx_op *op = s->ops; op != NULL; op = op->next) {
+			if (op->done)
+				continue;
+			int ev = -1;
+			if (!op->stopping && op->deadline_ns <= now) {
+				op->stopping = 1;
+				sbx_err_set(&op->stop_err, SBX_EUNAVAILABLE, ETIMEDOUT,
+				            "%s: no answer from the agent before the deadline",
+				            op->cls->name);
+				ev = SBX_EV_STOP;
+			} else if (op->stream_ready) {
+				op->stream_ready = 0;
+				ev = SBX_EV_STREAM;
+			} else if (op->credit_ready && bulk_room(s)) {
+				op->credit_ready = 0;
+				ev = SBX_EV_CREDIT;
+			} else if (op->timer_ns <= now) {
+				op->timer_ns = INT64_MAX;
+				ev = SBX_EV_TIMER;
+			} else {
+				for (int i = 0; i < SBX_OP_FDS; i++)
+					if (op->fds[i].fd >= 0 && op->fds[i].revents != 0)
+						ev = SBX_EV_FD;
+			}
+			if (ev < 0)
+				continue;
+			op->cls->step(op, ev);
+			for (int i = 0; i < SBX_OP_FDS; i++)
+				op->fds[i].revents = 0;
+			again = 1;
+			break; /* the list may have changed */
+		}
+	}
+}
+
+int sbx_session_step(struct sbx_session *s)
+{
+	int64_t now = sbx_now_ns();
+	s->loop_dirty = 1;
+	if (!s->broken) {
+		if (s->from_fd >= 0)
+			read_channel(s, now);
+		sbx_engine_tick(&s->eng, now);
+		observe_break(s);
+	}
+	drive_ops(s, now);
+	sbx_session_reap(s);
+	if (!s->broken) {
+		flush(s);
+		observe_break(s);
+	}
+	sbx_session_drain_stderr(s);
+	/* Idle: back to the small buffers. */
+	if (!s->broken && s->ops == NULL && sbx_engine_idle(&s->eng)) {
+		sbx_engine_trim(&s->eng);
+		if (s->rcap > SBX_SESSION_RBUF_MIN) {
+			uint8_t *b = realloc(s->rbuf, SBX_SESSION_RBUF_MIN);
+			if (b != NULL) {
+				s->rbuf = b;
+				s->rcap = SBX_SESSION_RBUF_MIN;
+			}
+		}
+	}
+	return s->broken ? -1 : 0;
+}
+
+int sbx_session_wait(struct sbx_session *s, int64_t until, struct sbx_err *e)
+{
+	struct pollfd fds[3 + 64];
+	int64_t d;
+	int n = sbx_session_fds(s, fds, (int)(sizeof fds / sizeof fds[0]), &d);
+	if (until < d)
+		d = until;
+	int64_t left = d - sbx_now_ns();
+	int ms = left <= 0                ? 0
+	         : left > 3600000000000LL ? 3600000
+	                                  : (int)((left + 999999) / 1000000);
+	if (n > 0 || ms > 0) {
+		if (poll(fds, (nfds_t)n, ms) < 0 && errno != EINTR)
+			sbx_session_fail(s, SBX_EUNAVAILABLE, errno, "poll");
+	}
+	sbx_session_step(s);
+	return broken(s, e);
+}
+
+/* ---- opening ---- */
 
 /* {agent} replaced in one word of the template. */
 static char *expand(const char *word, const char *agent)
@@ -607,40 +446,34 @@ static struct sbx_session *session_new(double timeout_s)
 	s->to_fd = s->from_fd = s->err_fd = -1;
 	s->life_in = s->life_out = -1;
 	s->splice.r = s->splice.w = -1;
-	s->next_id = 1;
 	s->timeout = timeout_s > 0 ? timeout_s : 30;
+	s->loop_dirty = 1;
 	struct sigaction sa;
 	s->sigpipe_ignored = sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
-	sbx_outq_init(&s->out);
-	s->decbuf = malloc(SBX_FRAME_HDR + SBX_FRAME_MAX_PAYLOAD);
-	s->rbuf = malloc(SBX_SESSION_RBUF);
-	if (s->decbuf == NULL || s->rbuf == NULL) {
+	s->rbuf = malloc(SBX_SESSION_RBUF_MIN);
+	s->rcap = SBX_SESSION_RBUF_MIN;
+	if (s->rbuf == NULL || sbx_engine_init(&s->eng, ns(s->timeout), sbx_now_ns()) != 0) {
 		sbx_session_close(s);
 		return NULL;
 	}
-	sbx_frame_dec_init(&s->dec, s->decbuf, SBX_FRAME_HDR + SBX_FRAME_MAX_PAYLOAD);
 	return s;
 }
 
 /* The dialog (if any), then the agent's HELLO, within the session's timeout. */
 static int await_hello(struct sbx_session *s, const struct sbx_boot *boot, struct sbx_err *e)
 {
-	s->last_rx_ns = sbx_now_ns();
-	int64_t deadline = s->last_rx_ns + ns(s->timeout);
+	int64_t deadline = sbx_now_ns() + ns(s->timeout);
+	s->eng.hello_deadline_ns = deadline;
 	if (boot != NULL && boot->run(boot->ctx, s->to_fd, s->from_fd, deadline, e) != 0) {
 		sbx_session_drain_stderr(s);
 		return -1;
 	}
-	while (!s->have_hello) {
-		if (sbx_now_ns() >= deadline) {
-			sbx_session_drain_stderr(s);
-			return breaks(s, e, SBX_EUNAVAILABLE, ETIMEDOUT,
-			              "no HELLO from the agent %s", "before the deadline");
-		}
-		if (sbx_pump(s, deadline, e) != 0)
-			return -1;
-	}
-	return flush(s, e);
+	while (s->eng.state == SBX_ENGINE_HELLO)
+		sbx_session_wait(s, deadline, NULL);
+	if (broken(s, e) != 0)
+		return -1;
+	flush(s);
+	return broken(s, e);
 }
 
 int sbx_session_open(struct sbx_session **out, char *const argv_template[], const char *agent,
@@ -765,6 +598,30 @@ void sbx_session_close(struct sbx_session *s)
 {
 	if (s == NULL)
 		return;
+	if (s->trust_op != NULL) {
+		s->trust_op->orphan = 1;
+		s->trust_op = NULL;
+	}
+	/* Operations still in flight end now (a job's process in the sandbox is killed when the
+	 * agent's stdin ends); their owners keep the handles, which then only free. */
+	while (s->ops != NULL) {
+		struct sbx_op *op = s->ops;
+		if (!op->done) {
+			op->stopping = 1;
+			sbx_err_set(&op->stop_err, SBX_EUNAVAILABLE, 0, "the session was closed");
+			sbx_err_set(&s->eng.err, SBX_EUNAVAILABLE, 0, "the session was closed");
+			s->eng.state = SBX_ENGINE_BROKEN;
+			op->cls->step(op, SBX_EV_STOP);
+			if (!op->done)
+				sbx_op_finish(op, -1, &op->stop_err);
+		}
+		s->ops = op->next;
+		op->s = NULL;
+		op->next = NULL;
+		op->next_done = NULL;
+		if (op->orphan)
+			sbx_op_free(op);
+	}
 	if (s->to_fd >= 0)
 		close(s->to_fd);
 	sbx_splice_close(&s->splice);
@@ -800,19 +657,18 @@ void sbx_session_close(struct sbx_session *s)
 		close(s->from_fd);
 	if (s->err_fd >= 0)
 		close(s->err_fd);
-	while (s->streams != NULL)
-		sbx_stream_free(s, s->streams);
+	sbx_engine_free(&s->eng);
 	memset(s->secret, 0, sizeof s->secret);
 	free(s->trust_identity);
-	sbx_outq_free(&s->out);
-	free(s->decbuf);
 	free(s->rbuf);
 	free(s);
 }
 
+/* ---- what a session is ---- */
+
 const struct sbx_hello *sbx_session_hello(const struct sbx_session *s)
 {
-	return &s->hello;
+	return &s->eng.hello;
 }
 
 int sbx_fd_wait(int fd, short events, int64_t deadline_ns, const char *what, struct sbx_err *e)
@@ -838,13 +694,15 @@ const char *sbx_session_channel(const struct sbx_session *s)
 
 int sbx_session_broken(const struct sbx_session *s)
 {
-	return s->broken;
+	return s->broken || s->eng.state == SBX_ENGINE_BROKEN;
 }
 
 void sbx_session_set_timeout(struct sbx_session *s, double seconds)
 {
-	if (seconds > 0)
+	if (seconds > 0) {
 		s->timeout = seconds;
+		s->eng.timeout_ns = ns(seconds);
+	}
 }
 
 double sbx_session_timeout(const struct sbx_session *s)
@@ -857,91 +715,10 @@ const char *sbx_session_stderr(const struct sbx_session *s)
 	return s->errtail;
 }
 
-int sbx_ping(struct sbx_session *s, double *rtt_s, struct sbx_err *e)
+size_t sbx_session_ops(const struct sbx_session *s)
 {
-	if (check_broken(s, e) != 0)
-		return -1;
-	struct sbx_stream *p = sbx_stream_new(s, SBX_STREAM_PING);
-	if (p == NULL)
-		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "ping");
-	int64_t t0 = sbx_now_ns();
-	uint8_t payload[8];
-	for (int i = 0; i < 8; i++)
-		payload[i] = (uint8_t)(t0 >> (8 * i));
-	int rc = sbx_send(s, SBX_LANE_CTRL, SBX_F_PING, 0, p->id, NULL, 0, payload, 8, e);
-	if (rc == 0)
-		rc = sbx_wait_stream(s, p, t0 + ns(s->timeout), e);
-	if (rc == 0 && (p->resp_len != 8 || memcmp(p->resp, payload, 8) != 0))
-		rc = breaks(s, e, SBX_EPROTOCOL, 0, "PONG does not echo the PING%s", "");
-	if (rc == 0 && rtt_s != NULL)
-		*rtt_s = (double)(p->done_ns - t0) / 1e9;
-	sbx_stream_free(s, p);
-	return rc;
-}
-
-/* The error a RESPONSE carries, if any: returns -1 with *e set when STATUS is not ok. */
-int sbx_response_status(const uint8_t *p, size_t len, struct sbx_err *e)
-{
-	struct sbx_msgr r;
-	struct sbx_field f;
-	int64_t status = -1, err = 0;
-	char msg[200] = "";
-	sbx_msgr_init(&r, p, len);
-	int rc;
-	while ((rc = sbx_msgr_next(&r, &f)) == 1) {
-		if (f.tag == SBX_T_STATUS)
-			sbx_field_i64(&f, &status);
-		else if (f.tag == SBX_T_ERRNO)
-			sbx_field_i64(&f, &err);
-		else if (f.tag == SBX_T_MESSAGE && f.len < sizeof msg)
-			sbx_field_str(&f, msg, sizeof msg);
-	}
-	if (rc < 0 || status < 0 || status > SBX_EUSAGE)
-		return sbx_err_set(e, SBX_EPROTOCOL, 0, "malformed response from the agent");
-	if (status == 0)
-		return 0;
-	sbx_err_set(e, (enum sbx_err_class)status, 0, "%s", msg);
-	e->errnum = (int)err;
-	return -1;
-}
-
-/* Sends a request and waits for its response; on success *out holds the stream (the caller
- * reads p->resp and frees it with sbx_stream_free). */
-int sbx_call(struct sbx_session *s, const struct sbx_msgw *w, struct sbx_stream **out,
-             struct sbx_err *e)
-{
-	*out = NULL;
-	if (w->overflow)
-		return sbx_err_set(e, SBX_EUSAGE, 0, "request too large for one frame");
-	if (s->broken) {
-		*e = s->broken_err;
-		return -1;
-	}
-	struct sbx_stream *p = sbx_stream_new(s, SBX_STREAM_REQ);
-	if (p == NULL)
-		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "request");
-	int64_t deadline = sbx_now_ns() + (int64_t)(sbx_session_timeout(s) * 1e9);
-	if (sbx_send(s, SBX_LANE_CTRL, SBX_F_REQUEST, 0, p->id, NULL, 0, w->buf, w->len, e) != 0 ||
-	    sbx_wait_stream(s, p, deadline, e) != 0 ||
-	    sbx_response_status(p->resp, p->resp_len, e) != 0) {
-		sbx_stream_free(s, p);
-		return -1;
-	}
-	*out = p;
-	return 0;
-}
-
-/* A request buffer big enough for the fields given. */
-uint8_t *sbx_req_buf(size_t need, struct sbx_msgw *w, struct sbx_err *e)
-{
-	if (need > SBX_FRAME_MAX_PAYLOAD) {
-		sbx_err_set(e, SBX_EUSAGE, 0, "request too large for one frame");
-		return NULL;
-	}
-	uint8_t *b = malloc(need);
-	if (b == NULL)
-		sbx_err_set(e, SBX_EUSAGE, ENOMEM, "request");
-	else
-		sbx_msgw_init(w, b, need);
-	return b;
+	size_t n = 0;
+	for (const struct sbx_op *op = s->ops; op != NULL; op = op->next)
+		n += !op->done;
+	return n;
 }

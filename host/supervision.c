@@ -19,27 +19,108 @@ void sbx_run_opts_init(struct sbx_run_opts *o)
 	o->grace_s = -1;
 }
 
-int sbx_run_start(struct sbx_session *s, const struct sbx_run_opts *o, int64_t *pid,
-                  uint8_t key[SBX_RUN_KEY_LEN], struct sbx_err *e)
+/* ---- launching a run: trust first (asked now if only planned), then the MACed request ---- */
+
+struct run_st {
+	uint8_t *req;
+	size_t len;
+	uint8_t nonce[SBX_NONCE_LEN];
+	uint8_t key[SBX_RUN_KEY_LEN]; /* once launched */
+};
+
+static void run_send(struct sbx_op *op)
 {
-	if (o->run_dir == NULL || o->run_dir[0] != '/')
-		return sbx_err_set(e, SBX_EUSAGE, 0, "run needs an absolute run folder");
-	if (o->argv == NULL || o->argv[0] == NULL)
-		return sbx_err_set(e, SBX_EUSAGE, 0, "run needs a harness argv");
-	/* The run's key is derived from the sandbox's secret: only a keeper that proved it holds
-	 * it can launch a run whose receipt verifies. */
-	if (sbx_session_trusted(s, e) != 0)
-		return -1;
+	struct run_st *r = op->st;
+	struct sbx_err e;
+	int t = sbx_trust_state(op->s, &e);
+	if (t < 0) {
+		sbx_op_finish(op, -1, &e);
+		return;
+	}
+	if (t == 0) {
+		op->wait_trust = 1;
+		return;
+	}
+	/* Last: the MAC of everything before it, so no relay can change the harness, its user,
+	 * its environment or its deadline. The secret is the one trust proved. */
+	struct sbx_msgw w;
+	sbx_msgw_init(&w, r->req, r->len + 2 + SBX_MAC_LEN + 8);
+	w.len = r->len;
+	uint8_t mac[SBX_MAC_LEN];
+	sbx_trust_run_mac(op->s->secret, w.buf, w.len, mac);
+	sbx_msgw_bytes(&w, SBX_T_MAC, mac, sizeof mac);
+	sbx_op_send(op, SBX_STREAM_REQ, w.buf, w.len);
+}
+
+static void run_step(struct sbx_op *op, int ev)
+{
+	struct sbx_err e;
+	switch (ev) {
+	case SBX_EV_START:
+		run_send(op);
+		break;
+	case SBX_EV_STREAM:
+		if (op->p == NULL) { /* trust was decided */
+			run_send(op);
+		} else {
+			/* The run's key is derived from the secret the keeper proved it holds: only
+			 * it can have launched a run whose receipt verifies. */
+			int rc = sbx_op_response(op, &e);
+			struct run_st *r = op->st;
+			if (rc == 0)
+				sbx_trust_run_key(op->s->secret, r->nonce, r->key);
+			sbx_op_finish(op, rc, &e);
+		}
+		break;
+	case SBX_EV_STOP:
+		sbx_op_finish(op, -1, &op->stop_err);
+		break;
+	default:
+		break;
+	}
+}
+
+static void run_release(struct sbx_op *op)
+{
+	struct run_st *r = op->st;
+	if (r != NULL) {
+		free(r->req);
+		memset(r->key, 0, sizeof r->key);
+	}
+}
+
+static const struct sbx_op_class run_class = {
+        .name = "run", .step = run_step, .release = run_release};
+
+struct sbx_op *sbx_run_start_async(struct sbx_session *s, const struct sbx_run_opts *o,
+                                   struct sbx_err *e)
+{
+	if (o->run_dir == NULL || o->run_dir[0] != '/') {
+		sbx_err_set(e, SBX_EUSAGE, 0, "run needs an absolute run folder");
+		return NULL;
+	}
+	if (o->argv == NULL || o->argv[0] == NULL) {
+		sbx_err_set(e, SBX_EUSAGE, 0, "run needs a harness argv");
+		return NULL;
+	}
 	struct sbx_cmd c = sbx_cmd_of(o->argv, o->env, o->env_clear, o->cwd, o->user, o->timeout_s);
 	if (sbx_cmd_check(&c, e) != 0)
-		return -1;
-	uint8_t nonce[SBX_NONCE_LEN];
-	if (getrandom(nonce, sizeof nonce, 0) != (ssize_t)sizeof nonce)
-		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "getrandom");
+		return NULL;
+	struct sbx_op *op = sbx_op_new(s, &run_class, sizeof(struct run_st), e);
+	if (op == NULL)
+		return NULL;
+	struct run_st *r = op->st;
 	struct sbx_msgw w;
-	uint8_t *b = sbx_req_buf(256 + strlen(o->run_dir) + sbx_cmd_size(&c), &w, e);
-	if (b == NULL)
-		return -1;
+	size_t need = 256 + strlen(o->run_dir) + sbx_cmd_size(&c);
+	r->req = sbx_req_buf(need + 2 + SBX_MAC_LEN + 8, &w, e);
+	if (r->req == NULL || getrandom(r->nonce, sizeof r->nonce, 0) != (ssize_t)sizeof r->nonce) {
+		if (r->req != NULL)
+			sbx_err_set(e, SBX_EUNAVAILABLE, errno, "getrandom");
+		sbx_op_finish(op, -1, e);
+		sbx_op_free(op);
+		return NULL;
+	}
+	sbx_msgw_init(&w, r->req, need);
 	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_SUP_RUN);
 	sbx_msgw_str(&w, SBX_T_RUN_DIR, o->run_dir);
 	sbx_cmd_write(&w, &c);
@@ -47,87 +128,144 @@ int sbx_run_start(struct sbx_session *s, const struct sbx_run_opts *o, int64_t *
 		sbx_msgw_i64(&w, SBX_T_GRACE_MS, (int64_t)(o->grace_s * 1000 + 0.5));
 	if (o->log_max > 0)
 		sbx_msgw_i64(&w, SBX_T_LOG_MAX, o->log_max);
-	sbx_msgw_bytes(&w, SBX_T_NONCE, nonce, sizeof nonce);
-	/* Last: the MAC of everything before it, so no relay can change the harness, its user,
-	 * its environment or its deadline. */
-	uint8_t mac[SBX_MAC_LEN];
-	sbx_trust_run_mac(s->secret, w.buf, w.len, mac);
-	sbx_msgw_bytes(&w, SBX_T_MAC, mac, sizeof mac);
-	struct sbx_stream *p;
-	int rc = sbx_call(s, &w, &p, e);
-	free(b);
-	if (rc != 0)
+	sbx_msgw_bytes(&w, SBX_T_NONCE, r->nonce, sizeof r->nonce);
+	if (w.overflow) {
+		sbx_err_set(e, SBX_EUSAGE, 0, "run request too large for one frame");
+		sbx_op_finish(op, -1, e);
+		sbx_op_free(op);
+		return NULL;
+	}
+	r->len = w.len;
+	op->result = SBX_OP_SUP_RUN;
+	return sbx_op_go(op, e);
+}
+
+int sbx_run_start_result(const struct sbx_op *op, int64_t *pid, uint8_t key[SBX_RUN_KEY_LEN],
+                         struct sbx_err *e)
+{
+	if (op->cls != &run_class)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "%s is not a run", op->cls->name);
+	if (sbx_op_status(op, e) != 0)
 		return -1;
+	const struct run_st *r = op->st;
 	struct sbx_field f;
 	int64_t v = 0;
 	if (pid != NULL)
-		*pid = sbx_msg_find(p->resp, p->resp_len, SBX_T_PID, &f) == 1 &&
+		*pid = sbx_msg_find(op->resp, op->resp_len, SBX_T_PID, &f) == 1 &&
 		                       sbx_field_i64(&f, &v) == 0
 		               ? v
 		               : 0;
-	sbx_stream_free(s, p);
-	sbx_trust_run_key(s->secret, nonce, key);
+	memcpy(key, r->key, SBX_RUN_KEY_LEN);
 	return 0;
 }
 
-/* A request that names only the run folder (and maybe a kind and a message). */
-static int simple(struct sbx_session *s, int op, const char *run_dir, const char *name,
-                  const char *msg, struct sbx_stream **out, struct sbx_err *e)
+int sbx_run_start(struct sbx_session *s, const struct sbx_run_opts *o, int64_t *pid,
+                  uint8_t key[SBX_RUN_KEY_LEN], struct sbx_err *e)
 {
-	*out = NULL;
-	if (run_dir == NULL || run_dir[0] == '\0')
-		return sbx_err_set(e, SBX_EUSAGE, 0, "no run folder");
+	int64_t until = sbx_now_ns() + (int64_t)(2 * sbx_session_timeout(s) * 1e9);
+	struct sbx_op *op = sbx_run_start_async(s, o, e);
+	if (op == NULL)
+		return -1;
+	int rc = sbx_op_wait_until(op, until, e);
+	if (rc == 0)
+		rc = sbx_run_start_result(op, pid, key, e);
+	sbx_op_free(op);
+	return rc;
+}
+
+/* A request that names only the run folder (and maybe a kind and a message). */
+static struct sbx_op *simple_async(struct sbx_session *s, int op, const char *run_dir,
+                                   const char *name, const char *msg, struct sbx_err *e)
+{
+	if (run_dir == NULL || run_dir[0] == '\0') {
+		sbx_err_set(e, SBX_EUSAGE, 0, "no run folder");
+		return NULL;
+	}
 	struct sbx_msgw w;
 	uint8_t *b = sbx_req_buf(
 	        128 + strlen(run_dir) + (name ? strlen(name) : 0) + (msg ? strlen(msg) : 0), &w, e);
 	if (b == NULL)
-		return -1;
+		return NULL;
 	sbx_msgw_i64(&w, SBX_T_OP, op);
 	sbx_msgw_str(&w, SBX_T_RUN_DIR, run_dir);
 	if (name != NULL)
 		sbx_msgw_str(&w, SBX_T_NAME, name);
 	if (msg != NULL)
 		sbx_msgw_str(&w, SBX_T_MESSAGE, msg);
-	int rc = sbx_call(s, &w, out, e);
+	struct sbx_op *o = sbx_request_async(s, &w, e);
 	free(b);
-	return rc;
+	if (o != NULL)
+		o->result = op;
+	return o;
 }
 
-int sbx_run_stop(struct sbx_session *s, const char *run_dir, struct sbx_err *e)
+/* The blocking form: o waited for within the session's timeout; on success it is *out. */
+static int blocking(struct sbx_session *s, struct sbx_op *o, struct sbx_op **out, struct sbx_err *e)
 {
-	struct sbx_stream *p;
-	if (simple(s, SBX_OP_SUP_SIGNAL, run_dir, "stop", NULL, &p, e) != 0)
+	*out = NULL;
+	if (o == NULL)
 		return -1;
-	sbx_stream_free(s, p);
+	int64_t until = sbx_now_ns() + (int64_t)(sbx_session_timeout(s) * 1e9);
+	if (sbx_op_wait_until(o, until, e) != 0) {
+		sbx_op_free(o);
+		return -1;
+	}
+	*out = o;
 	return 0;
 }
 
-int sbx_run_expire(struct sbx_session *s, const char *run_dir, const char *reason, int *placed,
-                   struct sbx_err *e)
+static int simple(struct sbx_session *s, int op, const char *run_dir, const char *name,
+                  const char *msg, struct sbx_op **out, struct sbx_err *e)
 {
-	struct sbx_stream *p;
-	if (simple(s, SBX_OP_SUP_SIGNAL, run_dir, "expire", reason ? reason : "", &p, e) != 0)
+	return blocking(s, simple_async(s, op, run_dir, name, msg, e), out, e);
+}
+
+/* The op is a done request of this OP: 0, or -1 with *e (its failure, or a misuse). */
+static int result_of(const struct sbx_op *op, int code, struct sbx_err *e)
+{
+	if (op->result != code)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "this %s is not the request asked about",
+		                   sbx_op_name(op));
+	return sbx_op_status(op, e);
+}
+
+struct sbx_op *sbx_run_stop_async(struct sbx_session *s, const char *run_dir, struct sbx_err *e)
+{
+	return simple_async(s, SBX_OP_SUP_SIGNAL, run_dir, "stop", NULL, e);
+}
+
+struct sbx_op *sbx_run_expire_async(struct sbx_session *s, const char *run_dir, const char *reason,
+                                    struct sbx_err *e)
+{
+	return simple_async(s, SBX_OP_SUP_SIGNAL, run_dir, "expire", reason ? reason : "", e);
+}
+
+int sbx_run_expire_result(const struct sbx_op *op, int *placed, struct sbx_err *e)
+{
+	if (result_of(op, SBX_OP_SUP_SIGNAL, e) != 0)
 		return -1;
 	struct sbx_field f;
 	int64_t v = 1;
-	if (sbx_msg_find(p->resp, p->resp_len, SBX_T_CLEAR, &f) == 1)
+	if (sbx_msg_find(op->resp, op->resp_len, SBX_T_CLEAR, &f) == 1)
 		sbx_field_i64(&f, &v);
 	if (placed != NULL)
 		*placed = v != 0;
-	sbx_stream_free(s, p);
 	return 0;
 }
 
-int sbx_run_status(struct sbx_session *s, const char *run_dir, struct sbx_run_status *st,
-                   struct sbx_err *e)
+struct sbx_op *sbx_run_status_async(struct sbx_session *s, const char *run_dir, struct sbx_err *e)
+{
+	return simple_async(s, SBX_OP_SUP_STATUS, run_dir, NULL, NULL, e);
+}
+
+int sbx_run_status_result(const struct sbx_op *op, struct sbx_run_status *st, struct sbx_err *e)
 {
 	memset(st, 0, sizeof *st);
-	struct sbx_stream *p;
-	if (simple(s, SBX_OP_SUP_STATUS, run_dir, NULL, NULL, &p, e) != 0)
+	if (result_of(op, SBX_OP_SUP_STATUS, e) != 0)
 		return -1;
 	struct sbx_msgr r;
 	struct sbx_field f;
-	sbx_msgr_init(&r, p->resp, p->resp_len);
+	sbx_msgr_init(&r, op->resp, op->resp_len);
 	while (sbx_msgr_next(&r, &f) == 1) {
 		int64_t v = 0;
 		sbx_field_i64(&f, &v);
@@ -142,8 +280,94 @@ int sbx_run_status(struct sbx_session *s, const char *run_dir, struct sbx_run_st
 		else if (f.tag == SBX_T_SIZE)
 			st->log_size = v;
 	}
-	sbx_stream_free(s, p);
 	return 0;
+}
+
+struct sbx_op *sbx_run_read_async(struct sbx_session *s, const char *run_dir, const char *name,
+                                  int64_t offset, size_t max, struct sbx_err *e)
+{
+	struct sbx_msgw w;
+	uint8_t *b = sbx_req_buf(128 + strlen(run_dir) + strlen(name), &w, e);
+	if (b == NULL)
+		return NULL;
+	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_SUP_READ);
+	sbx_msgw_str(&w, SBX_T_RUN_DIR, run_dir);
+	sbx_msgw_str(&w, SBX_T_NAME, name);
+	sbx_msgw_i64(&w, SBX_T_OFFSET, offset);
+	sbx_msgw_i64(&w, SBX_T_LENGTH, (int64_t)max);
+	struct sbx_op *o = sbx_request_async(s, &w, e);
+	free(b);
+	if (o != NULL) {
+		o->result = SBX_OP_SUP_READ;
+		o->args[0] = offset;
+		o->args[1] = (int64_t)max;
+	}
+	return o;
+}
+
+int sbx_run_read_result(const struct sbx_op *op, char **data, size_t *len, int64_t *size,
+                        struct sbx_err *e)
+{
+	*data = NULL;
+	*len = 0;
+	if (result_of(op, SBX_OP_SUP_READ, e) != 0)
+		return -1;
+	int64_t offset = op->args[0];
+	size_t max = (size_t)op->args[1];
+	struct sbx_field f;
+	int64_t fsize = -1;
+	if (sbx_msg_find(op->resp, op->resp_len, SBX_T_SIZE, &f) != 1 ||
+	    sbx_field_i64(&f, &fsize) != 0 || fsize < 0)
+		return sbx_err_set(e, SBX_EPROTOCOL, 0, "read response without the file's size");
+	if (size != NULL)
+		*size = fsize;
+	if (sbx_msg_find(op->resp, op->resp_len, SBX_T_BYTES, &f) != 1)
+		return sbx_err_set(e, SBX_EPROTOCOL, 0, "read response without bytes");
+	/* No more than asked for, and no more than the file the agent says it has. */
+	if (f.len > max || fsize - offset < (int64_t)f.len)
+		return sbx_err_set(e, SBX_EPROTOCOL, 0,
+		                   "read response with %u bytes, more than asked (%zu) or than the "
+		                   "file holds",
+		                   (unsigned)f.len, max);
+	*data = malloc((size_t)f.len + 1);
+	if (*data == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "read");
+	memcpy(*data, f.val, f.len);
+	(*data)[f.len] = '\0';
+	*len = f.len;
+	return 0;
+}
+
+int sbx_run_stop(struct sbx_session *s, const char *run_dir, struct sbx_err *e)
+{
+	struct sbx_op *p;
+	if (blocking(s, sbx_run_stop_async(s, run_dir, e), &p, e) != 0)
+		return -1;
+	sbx_op_free(p);
+	return 0;
+}
+
+int sbx_run_expire(struct sbx_session *s, const char *run_dir, const char *reason, int *placed,
+                   struct sbx_err *e)
+{
+	struct sbx_op *p;
+	if (blocking(s, sbx_run_expire_async(s, run_dir, reason, e), &p, e) != 0)
+		return -1;
+	int rc = sbx_run_expire_result(p, placed, e);
+	sbx_op_free(p);
+	return rc;
+}
+
+int sbx_run_status(struct sbx_session *s, const char *run_dir, struct sbx_run_status *st,
+                   struct sbx_err *e)
+{
+	memset(st, 0, sizeof *st);
+	struct sbx_op *p;
+	if (blocking(s, sbx_run_status_async(s, run_dir, e), &p, e) != 0)
+		return -1;
+	int rc = sbx_run_status_result(p, st, e);
+	sbx_op_free(p);
+	return rc;
 }
 
 int sbx_run_read(struct sbx_session *s, const char *run_dir, const char *name, int64_t offset,
@@ -151,51 +375,12 @@ int sbx_run_read(struct sbx_session *s, const char *run_dir, const char *name, i
 {
 	*data = NULL;
 	*len = 0;
-	struct sbx_msgw w;
-	uint8_t *b = sbx_req_buf(128 + strlen(run_dir) + strlen(name), &w, e);
-	if (b == NULL)
+	struct sbx_op *p;
+	if (blocking(s, sbx_run_read_async(s, run_dir, name, offset, max, e), &p, e) != 0)
 		return -1;
-	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_SUP_READ);
-	sbx_msgw_str(&w, SBX_T_RUN_DIR, run_dir);
-	sbx_msgw_str(&w, SBX_T_NAME, name);
-	sbx_msgw_i64(&w, SBX_T_OFFSET, offset);
-	sbx_msgw_i64(&w, SBX_T_LENGTH, (int64_t)max);
-	struct sbx_stream *p;
-	int rc = sbx_call(s, &w, &p, e);
-	free(b);
-	if (rc != 0)
-		return -1;
-	struct sbx_field f;
-	int64_t fsize = -1;
-	if (sbx_msg_find(p->resp, p->resp_len, SBX_T_SIZE, &f) != 1 ||
-	    sbx_field_i64(&f, &fsize) != 0 || fsize < 0) {
-		sbx_stream_free(s, p);
-		return sbx_err_set(e, SBX_EPROTOCOL, 0, "read response without the file's size");
-	}
-	if (size != NULL)
-		*size = fsize;
-	if (sbx_msg_find(p->resp, p->resp_len, SBX_T_BYTES, &f) != 1) {
-		sbx_stream_free(s, p);
-		return sbx_err_set(e, SBX_EPROTOCOL, 0, "read response without bytes");
-	}
-	/* No more than asked for, and no more than the file the agent says it has. */
-	if (f.len > max || fsize - offset < (int64_t)f.len) {
-		sbx_stream_free(s, p);
-		return sbx_err_set(e, SBX_EPROTOCOL, 0,
-		                   "read response with %u bytes of %s, more than asked (%zu) or "
-		                   "than the file holds",
-		                   (unsigned)f.len, name, max);
-	}
-	*data = malloc((size_t)f.len + 1);
-	if (*data == NULL) {
-		sbx_stream_free(s, p);
-		return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "read");
-	}
-	memcpy(*data, f.val, f.len);
-	(*data)[f.len] = '\0';
-	*len = f.len;
-	sbx_stream_free(s, p);
-	return 0;
+	int rc = sbx_run_read_result(p, data, len, size, e);
+	sbx_op_free(p);
+	return rc;
 }
 
 void sbx_receipt_free(struct sbx_receipt *r)
@@ -333,7 +518,7 @@ int sbx_run_wait(struct sbx_session *s, const char *run_dir, const uint8_t *key,
 		/* Keep the channel serviced while we wait. */
 		int64_t until = sbx_now_ns() + nap;
 		while (sbx_now_ns() < until)
-			if (sbx_pump(s, until, e) != 0)
+			if (sbx_session_wait(s, until, e) != 0)
 				return -1;
 		if (nap < 20000000)
 			nap *= 2;
@@ -342,18 +527,18 @@ int sbx_run_wait(struct sbx_session *s, const char *run_dir, const uint8_t *key,
 
 int sbx_run_rearm(struct sbx_session *s, const char *run_dir, struct sbx_err *e)
 {
-	struct sbx_stream *p;
+	struct sbx_op *p;
 	if (simple(s, SBX_OP_SUP_REARM, run_dir, NULL, NULL, &p, e) != 0)
 		return -1;
-	sbx_stream_free(s, p);
+	sbx_op_free(p);
 	return 0;
 }
 
 int sbx_run_close(struct sbx_session *s, const char *run_dir, struct sbx_err *e)
 {
-	struct sbx_stream *p;
+	struct sbx_op *p;
 	if (simple(s, SBX_OP_SUP_CLOSE, run_dir, NULL, NULL, &p, e) != 0)
 		return -1;
-	sbx_stream_free(s, p);
+	sbx_op_free(p);
 	return 0;
 }

@@ -165,88 +165,122 @@ static void *source_main(void *arg)
 	return NULL;
 }
 
-/* Sends the upload request and streams src (already started on pipe read end in_fd). */
-static int run_upload(struct sbx_session *s, struct sbx_msgw *w, struct source *src, int in_fd,
-                      const struct sbx_xfer_opts *o, struct sbx_xfer_stats *st, struct sbx_err *e)
+/* ---- an upload as an operation: a job whose stdin is the source's pipe ---- */
+
+struct upload {
+	struct sbx_exec_opts eo; /* the job's stdin: the read end of the source's pipe */
+	struct source src;
+	char one_name[256], as_name[256];
+	int in_fd;
+	int started, joined, committed;
+};
+
+/* The source ends: its thread joined once (closing the pipe first when the agent ended the
+ * job before reading it all: the thread sees EPIPE). */
+static void upload_join(struct upload *u)
 {
-	struct sbx_exec_opts eo;
-	sbx_exec_opts_init(&eo);
-	eo.stdin_fd = in_fd;
-	struct sbx_stream *p = NULL;
-	int64_t start = sbx_now_ns();
-	int64_t deadline = start + (int64_t)(timeout_of(o) * 1e9);
-	int rc = sbx_job_start(s, w->buf, w->len, &eo, &p, e);
-	int joined = 0, cancelled = 0, committed = 0;
-	uint64_t last_progress = 0;
-	while (rc == 0 && !p->done) {
-		if (p->stdin_done && !joined) {
-			pthread_join(src->th, NULL);
-			joined = 1;
-			if (src->rc != 0) {
-				/* The local side failed: abandon; the agent discards its staging.
-				 */
-				sbx_send(s, SBX_LANE_CTRL, SBX_F_CANCEL, 0, p->id, NULL, 0, NULL, 0,
-				         NULL);
-				cancelled = 1;
-			} else {
-				uint8_t b[128];
-				struct sbx_msgw cw;
-				sbx_msgw_init(&cw, b, sizeof b);
-				sbx_msgw_i64(&cw, SBX_T_OP, SBX_OP_COMMIT);
-				sbx_msgw_i64(&cw, SBX_T_JOB, p->id);
-				sbx_msgw_bytes(&cw, SBX_T_SHA256, src->digest, 32);
-				/* The COMMIT's own answer only says it was delivered; the upload's
-				 * answer tells the outcome, so nobody waits for it. */
-				struct sbx_stream *c = sbx_stream_new(s, SBX_STREAM_DETACHED);
-				if (c == NULL || sbx_send(s, SBX_LANE_BULK, SBX_F_REQUEST, 0, c->id,
-				                          NULL, 0, b, cw.len, e) != 0) {
-					rc = -1;
-					break;
-				}
-				committed = 1;
-			}
-		}
-		if (sbx_now_ns() >= deadline) {
-			rc = sbx_err_set(e, SBX_EUNAVAILABLE, ETIMEDOUT,
-			                 "upload: no result within %.0f s", timeout_of(o));
-			break;
-		}
-		rc = sbx_pump(s, deadline, e);
-		if (o->progress != NULL && p->stdin_off != last_progress) {
-			last_progress = p->stdin_off;
-			if (o->progress(o->ctx, last_progress) != 0 && !cancelled) {
-				sbx_send(s, SBX_LANE_CTRL, SBX_F_CANCEL, 0, p->id, NULL, 0, NULL, 0,
-				         NULL);
-				cancelled = 1;
-			}
-		}
+	if (!u->started || u->joined)
+		return;
+	if (u->in_fd >= 0) {
+		close(u->in_fd);
+		u->in_fd = -1;
 	}
-	if (!joined) {
-		/* The agent answered early (a refused member) or the channel broke: stop the
-		 * source by closing its pipe; it sees EPIPE. */
-		close(in_fd);
-		in_fd = -1;
-		pthread_join(src->th, NULL);
+	pthread_join(u->src.th, NULL);
+	u->joined = 1;
+}
+
+static void upload_stdin_end(struct sbx_op *op, void *ctx)
+{
+	struct upload *u = ctx;
+	pthread_join(u->src.th, NULL);
+	u->joined = 1;
+	if (u->src.rc != 0) {
+		/* The local side failed: abandon; the agent discards its staging. */
+		sbx_op_cancel_remote(op);
+		return;
 	}
-	if (in_fd >= 0)
-		close(in_fd);
+	uint8_t b[128];
+	struct sbx_msgw cw;
+	sbx_msgw_init(&cw, b, sizeof b);
+	sbx_msgw_i64(&cw, SBX_T_OP, SBX_OP_COMMIT);
+	sbx_msgw_i64(&cw, SBX_T_JOB, op->p->id);
+	sbx_msgw_bytes(&cw, SBX_T_SHA256, u->src.digest, 32);
+	/* The COMMIT's own answer only says it was delivered; the upload's answer tells the
+	 * outcome, so nobody waits for it. */
+	struct sbx_err e;
+	if (sbx_detached(op->s, &cw, SBX_LANE_BULK, &e) != 0)
+		sbx_session_fail(op->s, e.cls, e.errnum, e.msg);
+	else
+		u->committed = 1;
+}
+
+static void upload_ended(struct sbx_op *op, void *ctx)
+{
+	(void)op;
+	upload_join(ctx);
+}
+
+static void upload_release(void *ctx)
+{
+	struct upload *u = ctx;
+	upload_join(u);
+	if (u->in_fd >= 0)
+		close(u->in_fd);
+	if (u->src.root_fd >= 0)
+		close(u->src.root_fd);
+	if (u->src.file_fd >= 0)
+		close(u->src.file_fd);
+}
+
+static const struct sbx_job_hooks upload_hooks = {
+        .stdin_end = upload_stdin_end, .ended = upload_ended, .release = upload_release};
+
+static int start_source(struct source *src, int *in_fd, struct sbx_err *e);
+
+/* The upload of u's source (root_fd or file_fd set; u malloc'd, the op's from here) with the
+ * request in w. */
+static struct sbx_op *upload_async(struct sbx_session *s, struct sbx_msgw *w, struct upload *u,
+                                   struct sbx_err *e)
+{
+	u->in_fd = -1;
+	if (start_source(&u->src, &u->in_fd, e) != 0) {
+		upload_release(u);
+		free(u);
+		return NULL;
+	}
+	u->started = 1;
+	sbx_exec_opts_init(&u->eo);
+	u->eo.stdin_fd = u->in_fd;
+	struct sbx_op *op = sbx_job_async(s, w->buf, w->len, &u->eo, &upload_hooks, u, e);
+	if (op != NULL)
+		op->result = SBX_OP_UPLOAD;
+	return op;
+}
+
+int sbx_upload_result(const struct sbx_op *op, struct sbx_xfer_stats *st, struct sbx_err *e)
+{
+	memset(st, 0, sizeof *st);
+	const struct upload *u = sbx_op_job_ctx(op);
+	if (u == NULL || op->result != SBX_OP_UPLOAD)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "this %s is not an upload", sbx_op_name(op));
+	int rc = sbx_op_status(op, e);
 	if (rc == 0)
-		rc = sbx_response_status(p->resp, p->resp_len, e);
+		rc = sbx_op_answer_ok(op, e);
 	/* Success answers a COMMIT: one before it is not an answer to anything asked (and the
 	 * source, stopped by it, failing is its consequence, not the cause). */
-	if (rc == 0 && !committed)
+	if (rc == 0 && !u->committed)
 		rc = sbx_err_set(e, SBX_EPROTOCOL, 0,
 		                 "upload: the agent reported success before the commit was sent");
-	if (rc == 0 && src->rc != 0) {
-		*e = src->e;
+	if (rc == 0 && u->src.rc != 0) {
+		*e = u->src.e;
 		rc = -1;
 	}
 	if (rc == 0) {
 		int have_sha = 0;
-		parse_stats(p->resp, p->resp_len, st, NULL, 0, &have_sha);
-		if (!have_sha || memcmp(st->sha256, src->digest, 32) != 0) {
+		parse_stats(op->resp, op->resp_len, st, NULL, 0, &have_sha);
+		if (!have_sha || memcmp(st->sha256, u->src.digest, 32) != 0) {
 			char a[65], b[65];
-			sbx_hex(src->digest, SBX_SHA256_LEN, a);
+			sbx_hex(u->src.digest, SBX_SHA256_LEN, a);
 			sbx_hex(st->sha256, SBX_SHA256_LEN, b);
 			rc = sbx_err_set(
 			        e, SBX_EPROTOCOL, 0,
@@ -254,12 +288,45 @@ static int run_upload(struct sbx_session *s, struct sbx_msgw *w, struct source *
 			        "not the one sent (%s)",
 			        have_sha ? b : "none", a);
 		}
-	} else if (rc != 0 && p != NULL && p->resp != NULL) {
-		parse_stats(p->resp, p->resp_len, st, NULL, 0, &(int){0});
+	} else if (op->resp != NULL) {
+		parse_stats(op->resp, op->resp_len, st, NULL, 0, &(int){0});
 	}
+	return rc;
+}
+
+/* The blocking form: waited for (the transfer's own timeout), progress told as stdin goes. */
+static int upload_wait(struct sbx_session *s, struct sbx_op *p, const struct sbx_xfer_opts *o,
+                       struct sbx_xfer_stats *st, struct sbx_err *e)
+{
+	memset(st, 0, sizeof *st);
+	if (p == NULL)
+		return -1;
+	int64_t start = sbx_now_ns();
+	int64_t deadline = start + (int64_t)(timeout_of(o) * 1e9);
+	int rc = 0, cancelled = 0;
+	uint64_t last_progress = 0;
+	while (rc == 0 && !p->done) {
+		if (sbx_now_ns() >= deadline) {
+			rc = sbx_err_set(e, SBX_EUNAVAILABLE, ETIMEDOUT,
+			                 "upload: no result within %.0f s", timeout_of(o));
+			break;
+		}
+		rc = sbx_session_wait(s, deadline, e);
+		const struct sbx_job *j = sbx_op_job(p);
+		if (o->progress != NULL && j->stdin_off != last_progress) {
+			last_progress = j->stdin_off;
+			if (o->progress(o->ctx, last_progress) != 0 && !cancelled) {
+				sbx_op_cancel_remote(p);
+				cancelled = 1;
+			}
+		}
+	}
+	if (rc == 0)
+		rc = sbx_upload_result(p, st, e);
+	else if (p->resp != NULL)
+		parse_stats(p->resp, p->resp_len, st, NULL, 0, &(int){0});
 	st->seconds = (double)(sbx_now_ns() - start) / 1e9;
-	if (p != NULL)
-		sbx_stream_free(s, p);
+	sbx_op_free(p);
 	return rc;
 }
 
@@ -302,32 +369,45 @@ static uint8_t *upload_req(const char *target, int xmode, int readable, int open
 }
 
 /* Uploads a local folder's contents (one == NULL) or one entry of it under as_name. */
-static int upload_local(struct sbx_session *s, const char *dir, const char *one,
-                        const char *as_name, const char *target, int xmode, int readable,
-                        int open_all, const struct sbx_xfer_opts *o, struct sbx_xfer_stats *st,
-                        struct sbx_err *e)
+static struct sbx_op *upload_local(struct sbx_session *s, const char *dir, const char *one,
+                                   const char *as_name, const char *target, int xmode, int readable,
+                                   int open_all, const struct sbx_xfer_opts *o, struct sbx_err *e)
 {
-	memset(st, 0, sizeof *st);
 	struct sbx_msgw w;
 	uint8_t *b = upload_req(target, xmode, readable, open_all, as_name, o, &w, e);
 	if (b == NULL)
-		return -1;
-	struct source src;
-	memset(&src, 0, sizeof src);
-	src.file_fd = -1;
-	src.root_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (src.root_fd < 0) {
+		return NULL;
+	struct upload *u = calloc(1, sizeof *u);
+	if (u == NULL) {
 		free(b);
-		return sbx_err_set(e, SBX_EUSAGE, errno, "local folder %s", dir);
+		sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "upload");
+		return NULL;
 	}
-	src.one[0] = one;
-	src.as_name = as_name;
-	int in_fd, rc = start_source(&src, &in_fd, e);
-	if (rc == 0)
-		rc = run_upload(s, &w, &src, in_fd, o, st, e);
-	close(src.root_fd);
+	u->src.file_fd = -1;
+	u->src.root_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (u->src.root_fd < 0) {
+		sbx_err_set(e, SBX_EUSAGE, errno, "local folder %s", dir);
+		free(u);
+		free(b);
+		return NULL;
+	}
+	/* The names stay the caller's until the source thread has read them: copied. */
+	snprintf(u->one_name, sizeof u->one_name, "%s", one != NULL ? one : "");
+	snprintf(u->as_name, sizeof u->as_name, "%s", as_name != NULL ? as_name : "");
+	u->src.one[0] = one != NULL ? u->one_name : NULL;
+	u->src.as_name = as_name != NULL ? u->as_name : NULL;
+	struct sbx_op *op = upload_async(s, &w, u, e);
 	free(b);
-	return rc;
+	return op;
+}
+
+struct sbx_op *sbx_upload_dir_async(struct sbx_session *s, const char *source, const char *target,
+                                    const struct sbx_xfer_opts *o, struct sbx_err *e)
+{
+	struct sbx_xfer_opts def;
+	o = opts_or_default(o, &def);
+	return upload_local(s, source, NULL, NULL, target, SBX_XMODE_MERGE, o->make_readable, 0, o,
+	                    e);
 }
 
 int sbx_upload_dir(struct sbx_session *s, const char *source, const char *target,
@@ -335,8 +415,7 @@ int sbx_upload_dir(struct sbx_session *s, const char *source, const char *target
 {
 	struct sbx_xfer_opts def;
 	o = opts_or_default(o, &def);
-	return upload_local(s, source, NULL, NULL, target, SBX_XMODE_MERGE, o->make_readable, 0, o,
-	                    st, e);
+	return upload_wait(s, sbx_upload_dir_async(s, source, target, o, e), o, st, e);
 }
 
 /* dirname/basename of a path into caller buffers; "" base for "/". */
@@ -364,27 +443,39 @@ static int split(const char *path, char *dir, size_t dcap, char *base, size_t bc
 	return 0;
 }
 
+struct sbx_op *sbx_upload_path_async(struct sbx_session *s, const char *source, const char *target,
+                                     const struct sbx_xfer_opts *o, struct sbx_err *e)
+{
+	struct sbx_xfer_opts def;
+	o = opts_or_default(o, &def);
+	struct stat sst;
+	if (stat(source, &sst) != 0) {
+		sbx_err_set(e, SBX_EUSAGE, errno, "local source %s", source);
+		return NULL;
+	}
+	if (S_ISDIR(sst.st_mode))
+		return upload_local(s, source, NULL, NULL, target, SBX_XMODE_REPLACE, 0, 1, o, e);
+	if (!S_ISREG(sst.st_mode)) {
+		sbx_err_set(e, SBX_EUSAGE, 0, "local source %s is neither a file nor a folder",
+		            source);
+		return NULL;
+	}
+	char sdir[PATH_MAX], sbase[256], tdir[PATH_MAX], tbase[256];
+	if (split(source, sdir, sizeof sdir, sbase, sizeof sbase) != 0 ||
+	    split(target, tdir, sizeof tdir, tbase, sizeof tbase) != 0 || tbase[0] == '\0' ||
+	    target[0] != '/') {
+		sbx_err_set(e, SBX_EUSAGE, 0, "upload_path: bad source or target");
+		return NULL;
+	}
+	return upload_local(s, sdir, sbase, tbase, tdir, SBX_XMODE_MERGE, 0, 1, o, e);
+}
+
 int sbx_upload_path(struct sbx_session *s, const char *source, const char *target,
                     const struct sbx_xfer_opts *o, struct sbx_xfer_stats *st, struct sbx_err *e)
 {
 	struct sbx_xfer_opts def;
 	o = opts_or_default(o, &def);
-	struct stat sst;
-	memset(st, 0, sizeof *st);
-	if (stat(source, &sst) != 0)
-		return sbx_err_set(e, SBX_EUSAGE, errno, "local source %s", source);
-	if (S_ISDIR(sst.st_mode))
-		return upload_local(s, source, NULL, NULL, target, SBX_XMODE_REPLACE, 0, 1, o, st,
-		                    e);
-	if (!S_ISREG(sst.st_mode))
-		return sbx_err_set(e, SBX_EUSAGE, 0,
-		                   "local source %s is neither a file nor a folder", source);
-	char sdir[PATH_MAX], sbase[256], tdir[PATH_MAX], tbase[256];
-	if (split(source, sdir, sizeof sdir, sbase, sizeof sbase) != 0 ||
-	    split(target, tdir, sizeof tdir, tbase, sizeof tbase) != 0 || tbase[0] == '\0' ||
-	    target[0] != '/')
-		return sbx_err_set(e, SBX_EUSAGE, 0, "upload_path: bad source or target");
-	return upload_local(s, sdir, sbase, tbase, tdir, SBX_XMODE_MERGE, 0, 1, o, st, e);
+	return upload_wait(s, sbx_upload_path_async(s, source, target, o, e), o, st, e);
 }
 
 int sbx_upload_archive(struct sbx_session *s, const char *archive, enum sbx_kind kind,
@@ -421,18 +512,21 @@ int sbx_upload_archive(struct sbx_session *s, const char *archive, enum sbx_kind
 	                        1, kind == SBX_KIND_FILE ? base : NULL, o, &w, e);
 	if (b == NULL)
 		return -1;
-	struct source src;
-	memset(&src, 0, sizeof src);
-	src.file_fd = open(archive, O_RDONLY | O_CLOEXEC);
-	if (src.file_fd < 0) {
+	struct upload *u = calloc(1, sizeof *u);
+	if (u == NULL) {
+		free(b);
+		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "upload");
+	}
+	u->src.root_fd = -1;
+	u->src.file_fd = open(archive, O_RDONLY | O_CLOEXEC);
+	if (u->src.file_fd < 0) {
+		free(u);
 		free(b);
 		return sbx_err_set(e, SBX_EUSAGE, errno, "archive %s", archive);
 	}
-	int in_fd, rc = start_source(&src, &in_fd, e);
-	if (rc == 0)
-		rc = run_upload(s, &w, &src, in_fd, o, st, e);
-	close(src.file_fd);
+	struct sbx_op *op = upload_async(s, &w, u, e);
 	free(b);
+	int rc = upload_wait(s, op, o, st, e);
 	if (rc == 0)
 		*landed = 1;
 	return rc;
@@ -447,7 +541,7 @@ int sbx_upload_archive(struct sbx_session *s, const char *archive, enum sbx_kind
  * buf holds at most what one pump brings. */
 struct sink {
 	struct sbx_session *s;
-	struct sbx_stream *p; /* the DOWNLOAD job */
+	struct sbx_op *p; /* the DOWNLOAD job */
 	int64_t deadline;
 	uint8_t *buf;
 	size_t off, len, cap;
@@ -519,7 +613,7 @@ static ssize_t sink_pull(void *ctx, void *out, size_t cap)
 			r = -1;
 			break;
 		}
-		if (sbx_pump(k->s, k->deadline, &k->e) != 0) {
+		if (sbx_session_wait(k->s, k->deadline, &k->e) != 0) {
 			errno = k->e.errnum != 0 ? k->e.errnum : EIO;
 			r = -1;
 			break;
@@ -561,10 +655,10 @@ static int run_download(struct sbx_session *s, const char *source, const char *o
 	sbx_exec_opts_init(&eo);
 	eo.on_output = sink_output;
 	eo.ctx = &k;
-	struct sbx_stream *p = NULL;
 	int64_t start = sbx_now_ns();
 	int64_t deadline = start + (int64_t)(timeout_of(o) * 1e9);
-	int rc = sbx_job_start(s, b, w.len, &eo, &p, e);
+	struct sbx_op *p = sbx_job_async(s, b, w.len, &eo, NULL, NULL, e);
+	int rc = p == NULL ? -1 : 0;
 	free(b);
 	int urc = 0;
 	struct sbx_err ue;
@@ -587,18 +681,15 @@ static int run_download(struct sbx_session *s, const char *source, const char *o
 		if (urc != 0 && !p->done) {
 			/* Refused or failed here: the rest is not wanted. */
 			k.failed = 1;
-			if (!p->sink_failed) {
-				p->sink_failed = 1;
-				sbx_send(s, SBX_LANE_CTRL, SBX_F_CANCEL, 0, p->id, NULL, 0, NULL, 0,
-				         NULL);
-			}
+			if (!sbx_op_job(p)->sink_failed)
+				sbx_op_cancel_remote(p);
 		}
-		rc = sbx_wait_stream(s, p, deadline, e);
+		rc = sbx_op_wait_until(p, deadline, e);
 	}
 	free(k.buf);
 	int have_sha = 0;
 	if (rc == 0)
-		rc = sbx_response_status(p->resp, p->resp_len, e);
+		rc = sbx_op_answer_ok(p, e);
 	if (rc == 0)
 		parse_stats(p->resp, p->resp_len, st, kind, kcap, &have_sha);
 	int absent = rc == 0 && strcmp(kind, "absent") == 0;
@@ -606,7 +697,7 @@ static int run_download(struct sbx_session *s, const char *source, const char *o
 		*e = ue;
 		rc = -1;
 	}
-	if (rc != 0 && urc != 0 && p != NULL && p->done && p->sink_failed)
+	if (rc != 0 && urc != 0 && p != NULL && p->done && k.failed)
 		*e = ue; /* the host refused and cancelled: its refusal is the cause */
 	if (rc == 0 && !absent && (!have_sha || memcmp(st->sha256, us.sha256, 32) != 0)) {
 		char a[65], c[65];
@@ -618,8 +709,7 @@ static int run_download(struct sbx_session *s, const char *source, const char *o
 		                 have_sha ? c : "(none)", a);
 	}
 	st->seconds = (double)(sbx_now_ns() - start) / 1e9;
-	if (p != NULL)
-		sbx_stream_free(s, p);
+	sbx_op_free(p);
 	return rc;
 }
 

@@ -36,16 +36,10 @@ static int ask(struct sbx_session *s, struct sbx_err *e)
 		sbx_msgw_i64(&w, SBX_T_KEEP, s->trust_how == SBX_TRUST_KEEPER);
 		sbx_msgw_bytes(&w, SBX_T_SECRET, s->secret, SBX_SECRET_LEN);
 	}
-	struct sbx_stream *p = sbx_stream_new(s, SBX_STREAM_REQ);
-	if (p == NULL)
-		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "trust");
-	int rc = sbx_send(s, SBX_LANE_CTRL, SBX_F_REQUEST, 0, p->id, NULL, 0, buf, w.len, e);
+	s->trust_op = sbx_request_async(s, &w, e);
 	memset(buf, 0, sizeof buf);
-	if (rc != 0) {
-		sbx_stream_free(s, p);
+	if (s->trust_op == NULL)
 		return -1;
-	}
-	s->trust_stream = p;
 	s->trust = TRUST_PENDING;
 	return 0;
 }
@@ -53,7 +47,7 @@ static int ask(struct sbx_session *s, struct sbx_err *e)
 /* The keeper's answer: a SETUP's ok, or an AUTH's MAC of our nonce. */
 static void judge(struct sbx_session *s)
 {
-	struct sbx_stream *p = s->trust_stream;
+	struct sbx_op *p = s->trust_op;
 	struct sbx_err e;
 	s->trust = TRUST_FAILED;
 	int setup = s->trust_how != SBX_TRUST_CHECK;
@@ -85,25 +79,45 @@ static void judge(struct sbx_session *s)
 			            "agent authentication failed: the answer does not prove the "
 			            "sandbox's secret (another program answers as the agent?)");
 	}
-	sbx_stream_free(s, p);
-	s->trust_stream = NULL;
+	sbx_op_free(p);
+	s->trust_op = NULL;
 }
 
-int sbx_session_trusted(struct sbx_session *s, struct sbx_err *e)
+int sbx_trust_state(struct sbx_session *s, struct sbx_err *e)
 {
-	if (s->trust == TRUST_PLANNED && ask(s, e) != 0)
+	if (s->trust == TRUST_PLANNED && ask(s, e) != 0) {
+		s->trust = TRUST_FAILED;
+		s->trust_err = *e;
 		return -1;
+	}
 	if (s->trust == TRUST_PENDING) {
-		int64_t deadline = sbx_now_ns() + (int64_t)(sbx_session_timeout(s) * 1e9);
-		if (sbx_wait_stream(s, s->trust_stream, deadline, e) != 0)
-			return -1;
-		judge(s);
+		struct sbx_op *p = s->trust_op;
+		if (!p->done)
+			return 0;
+		if (p->resp != NULL) {
+			judge(s);
+		} else {
+			/* No answer (the session broke): nothing was proven. */
+			sbx_op_status(p, &s->trust_err);
+			sbx_op_free(p);
+			s->trust_op = NULL;
+			s->trust = TRUST_FAILED;
+		}
 	}
 	if (s->trust == TRUST_OK)
-		return 0;
+		return 1;
 	if (s->trust == TRUST_NONE)
 		return sbx_err_set(e, SBX_EUSAGE, 0,
 		                   "this session has no trust established (sbx_session_trust)");
 	*e = s->trust_err;
 	return -1;
+}
+
+int sbx_session_trusted(struct sbx_session *s, struct sbx_err *e)
+{
+	int64_t deadline = sbx_now_ns() + (int64_t)(sbx_session_timeout(s) * 1e9);
+	int st;
+	while ((st = sbx_trust_state(s, e)) == 0)
+		sbx_op_wait_until(s->trust_op, deadline, NULL);
+	return st == 1 ? 0 : -1;
 }

@@ -54,6 +54,11 @@ void sbx_boot_init(struct sbx_boot_dialog *d);
 enum sbx_boot_act sbx_boot_line(struct sbx_boot_dialog *d, const char *line, size_t len,
                                 struct sbx_err *e);
 
+/* The name an agent goes by in a sandbox, the one place it is made: ".sbx-agent-" and the
+ * first 12 hex digits of its SHA-256 (injection looks for it, a container's init runs it). */
+#define SBX_AGENT_NAME_LEN 24 /* with its NUL */
+void sbx_agent_name(const uint8_t sha[SBX_SHA256_LEN], char out[SBX_AGENT_NAME_LEN]);
+
 /* The host's reply after SBX_BOOT_MACHINE: "<name> <size>\n" into buf; its length, or 0 when
  * it does not fit. name is .sbx-agent-<the first 12 hex digits of sha>. */
 size_t sbx_boot_reply(const uint8_t sha[SBX_SHA256_LEN], uint64_t size, char *buf, size_t cap);

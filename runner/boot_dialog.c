@@ -6,6 +6,7 @@
 
 #include "arch.h"
 #include "boot.h"
+#include "hex.h"
 
 #define MAX_CHATTER 64
 
@@ -94,11 +95,16 @@ enum sbx_boot_act sbx_boot_line(struct sbx_boot_dialog *d, const char *line, siz
 	return fail(d, e, "unexpected line", line, len);
 }
 
+void sbx_agent_name(const uint8_t sha[SBX_SHA256_LEN], char out[SBX_AGENT_NAME_LEN])
+{
+	memcpy(out, ".sbx-agent-", 11);
+	sbx_hex(sha, 6, out + 11);
+}
+
 size_t sbx_boot_reply(const uint8_t sha[SBX_SHA256_LEN], uint64_t size, char *buf, size_t cap)
 {
-	char hex[13];
-	for (int i = 0; i < 6; i++)
-		snprintf(hex + 2 * i, 3, "%02x", sha[i]);
-	int n = snprintf(buf, cap, ".sbx-agent-%s %llu\n", hex, (unsigned long long)size);
+	char name[SBX_AGENT_NAME_LEN];
+	sbx_agent_name(sha, name);
+	int n = snprintf(buf, cap, "%s %llu\n", name, (unsigned long long)size);
 	return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }

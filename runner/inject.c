@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "boot.h"
 #include "paths.h"
 #include "proto.h"
 #include "sys.h"
@@ -301,10 +302,8 @@ int sbx_inject_open(const struct sbx_inject_target *t, const char *local, double
 	uint8_t want[SBX_SHA256_LEN];
 	if (sbx_inject_sha256_file(local, want, e) != 0)
 		return -1;
-	char fname[32];
-	snprintf(fname, sizeof fname, ".sbx-agent-");
-	for (int i = 0; i < 6; i++)
-		snprintf(fname + 11 + 2 * i, 3, "%02x", want[i]);
+	char fname[SBX_AGENT_NAME_LEN];
+	sbx_agent_name(want, fname);
 
 	if (t->found != NULL) {
 		/* A survey said what is there: try only those, in the candidates' order. */

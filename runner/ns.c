@@ -28,6 +28,7 @@
 
 #include "arch.h"
 #include "cgroup.h"
+#include "confine.h"
 #include "procstat.h"
 #include "channel.h"
 #include "runner.h"
@@ -40,6 +41,7 @@
 
 #define SANDBOX_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define INIT_FOREIGN "/.sbx/sbx-init"
+#define ENTER_NAME "sbx-enter" /* in the state folder: the host's agent, for the channel */
 #define REMOVE_WAIT_MS 10000
 
 const char *sbx_ns_state_name(enum sbx_ns_state s)
@@ -218,6 +220,7 @@ struct state {
 	char cgroup[96]; /* its cgroup (cgroup.h), "" when it has none */
 	int cg_v2;
 	double disk_gib; /* the writable layer's tmpfs size; 0: on the state folder's disk */
+	int privileged;  /* 1: no boundary (sbx_ns_opts.privileged) */
 };
 
 static int write_state(const char *dir, const char *name, const struct state *s, struct sbx_err *e)
@@ -229,12 +232,13 @@ static int write_state(const char *dir, const char *name, const struct state *s,
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "create %s", tmp);
-	int n = dprintf(
-	        fd,
-	        "name=%s\npid=%lld\nstarttime=%llu\npidns=%llu\nimage=%s\narch=%s\n"
-	        "created_ns=%lld\nagent=%s\nqemu=%s\ncgroup=%s\ncgroup_v2=%d\ndisk_gib=%.6g\n",
-	        name, (long long)s->pid, s->start, s->pidns, s->image, s->arch,
-	        (long long)s->created_ns, SBX_NS_AGENT, s->qemu, s->cgroup, s->cg_v2, s->disk_gib);
+	int n = dprintf(fd,
+	                "name=%s\npid=%lld\nstarttime=%llu\npidns=%llu\nimage=%s\narch=%s\n"
+	                "created_ns=%lld\nagent=%s\nqemu=%s\nprivileged=%d\ncgroup=%s\n"
+	                "cgroup_v2=%d\ndisk_gib=%.6g\n",
+	                name, (long long)s->pid, s->start, s->pidns, s->image, s->arch,
+	                (long long)s->created_ns, SBX_NS_AGENT, s->qemu, s->privileged, s->cgroup,
+	                s->cg_v2, s->disk_gib);
 	if (n < 0 || close(fd) != 0)
 		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "write %s", tmp);
 	if (rename(tmp, path) != 0)
@@ -287,6 +291,8 @@ static int read_state(const char *dir, struct state *s)
 			snprintf(s->arch, sizeof s->arch, "%s", v);
 		else if (strcmp(line, "qemu") == 0)
 			snprintf(s->qemu, sizeof s->qemu, "%s", v);
+		else if (strcmp(line, "privileged") == 0)
+			s->privileged = strcmp(v, "1") == 0;
 		else if (strcmp(line, "cgroup") == 0 && strncmp(v, "sbx/ns-", 7) == 0 &&
 		         strstr(v, "..") == NULL)
 			snprintf(s->cgroup, sizeof s->cgroup, "%s", v);
@@ -546,9 +552,11 @@ enum stage {
 	ST_DEV,
 	ST_DEVNODE,
 	ST_SHM,
+	ST_MASK,
 	ST_PIVOT,
 	ST_HOSTNAME,
 	ST_LOOPBACK,
+	ST_CONFINE,
 	ST_EXEC,
 	ST_CGROUP,
 };
@@ -564,9 +572,11 @@ static const char *const stage_text[] = {
         [ST_DEV] = "mount the /dev tmpfs",
         [ST_DEVNODE] = "bind the host's device nodes into /dev",
         [ST_SHM] = "mount /dev/shm",
+        [ST_MASK] = "mask /proc and /sys paths, make /proc/sys and others read-only",
         [ST_PIVOT] = "pivot_root into the overlay",
         [ST_HOSTNAME] = "set the hostname",
         [ST_LOOPBACK] = "bring the loopback interface up",
+        [ST_CONFINE] = "confine the sandbox's init (capabilities, no_new_privs, seccomp)",
         [ST_EXEC] = "start the sandbox's init",
         [ST_CGROUP] = "move the sandbox's first process into its cgroup",
 };
@@ -584,6 +594,8 @@ struct plan {
 	const char *init;        /* the init's path inside the sandbox */
 	const struct sbx_cg *cg; /* joined before anything forks, with a cgroup namespace of its
 	                            own; NULL: none */
+	int serve;               /* init is also the resident agent (a native sandbox) */
+	int privileged;          /* 1: init keeps every capability, no filter */
 	int report_fd;
 };
 
@@ -625,6 +637,51 @@ static int loopback_up(void)
 	return rc;
 }
 
+/* What runc masks and makes read-only (its defaults), for the same reasons: the kernel's
+ * memory, keys, timers and scheduler of the whole machine, the SysRq trigger, firmware
+ * tables; and the machine-wide settings under /proc/sys and the like, which the capabilities
+ * mostly guard already. Paths relative to the new root; one the kernel lacks is skipped. */
+static const char *const masked_files[] = {
+        "proc/kcore",       "proc/keys",          "proc/timer_list", "proc/sysrq-trigger",
+        "proc/sched_debug", "proc/latency_stats", "proc/timer_stats"};
+static const char *const masked_dirs[] = {"proc/acpi", "proc/asound", "proc/scsi", "sys/firmware",
+                                          "sys/devices/virtual/powercap"};
+static const char *const readonly_dirs[] = {"proc/sys", "proc/bus", "proc/fs", "proc/irq"};
+#define RO_FLAGS (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+/* Masks and read-only paths, before the pivot. A masked file is a read-only bind of an
+ * empty file (reads see nothing, writes fail with EROFS, where /dev/null would swallow
+ * them); its tmpfs is detached at once, so nothing names it. */
+static int mask_paths(void)
+{
+	struct stat st;
+	if (mount("sbx-mask", "../mask", "tmpfs", RO_FLAGS & ~MS_RDONLY, "size=4k,mode=0700") != 0)
+		return -1;
+	int f = open("../mask/empty", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+	if (f < 0)
+		return -1;
+	close(f);
+	for (size_t i = 0; i < sizeof masked_files / sizeof masked_files[0]; i++)
+		if (lstat(masked_files[i], &st) == 0 &&
+		    (mount("../mask/empty", masked_files[i], NULL, MS_BIND, NULL) != 0 ||
+		     mount(NULL, masked_files[i], NULL, MS_REMOUNT | MS_BIND | RO_FLAGS, NULL) !=
+		             0))
+			return -1;
+	if (umount2("../mask", MNT_DETACH) != 0)
+		return -1;
+	for (size_t i = 0; i < sizeof masked_dirs / sizeof masked_dirs[0]; i++)
+		if (lstat(masked_dirs[i], &st) == 0 && S_ISDIR(st.st_mode) &&
+		    mount("sbx-mask", masked_dirs[i], "tmpfs", RO_FLAGS, "size=4k,mode=0555") != 0)
+			return -1;
+	for (size_t i = 0; i < sizeof readonly_dirs / sizeof readonly_dirs[0]; i++)
+		if (lstat(readonly_dirs[i], &st) == 0 &&
+		    (mount(readonly_dirs[i], readonly_dirs[i], NULL, MS_BIND | MS_REC, NULL) != 0 ||
+		     mount(NULL, readonly_dirs[i], NULL, MS_REMOUNT | MS_BIND | RO_FLAGS, NULL) !=
+		             0))
+			return -1;
+	return 0;
+}
+
 /* The sandbox's first process, PID 1 of the new pid namespace, still seeing the host's
  * filesystem in its own mount namespace. Never returns. */
 static void first_process(const struct plan *p)
@@ -648,8 +705,11 @@ static void first_process(const struct plan *p)
 	stage = ST_OVERLAY;
 	if (chdir(p->dir) != 0)
 		goto fail;
-	if (mount("overlay", "root", "overlay", 0, p->ovl) != 0 &&
-	    (errno != EINVAL || mount("overlay", "root", "overlay", 0, p->ovl2) != 0))
+	/* nodev on every mount the sandbox writes: a device node it makes (CAP_MKNOD stays,
+	 * as in Docker, for the files transfers carry) cannot be opened. */
+	unsigned long nodev = p->privileged ? 0 : MS_NODEV;
+	if (mount("overlay", "root", "overlay", nodev, p->ovl) != 0 &&
+	    (errno != EINVAL || mount("overlay", "root", "overlay", nodev, p->ovl2) != 0))
 		goto fail;
 	if (chdir("root") != 0)
 		goto fail;
@@ -690,7 +750,9 @@ static void first_process(const struct plan *p)
 		}
 	}
 	stage = ST_DEV;
-	if (mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_STRICTATIME, "mode=755,size=1m") != 0)
+	/* The nodes below are bind mounts of the host's, each with its own flags. */
+	if (mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_STRICTATIME | nodev,
+	          "mode=755,size=1m") != 0)
 		goto fail;
 	stage = ST_DEVNODE;
 	for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++) {
@@ -723,6 +785,9 @@ static void first_process(const struct plan *p)
 		else
 			(void)rmdir("dev/pts");
 	}
+	stage = ST_MASK;
+	if (!p->privileged && mask_paths() != 0)
+		goto fail;
 	stage = ST_PIVOT;
 	if (syscall(SYS_pivot_root, ".", ".") != 0 || umount2(".", MNT_DETACH) != 0 ||
 	    chdir("/") != 0)
@@ -742,7 +807,16 @@ static void first_process(const struct plan *p)
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	char *const argv[] = {"sbx-agent", "init", NULL};
+	/* The boundary before any code of the sandbox's runs: init, its keeper and
+	 * supervisors, and everything they start inherit it. */
+	stage = ST_CONFINE;
+	if (!p->privileged && sbx_confine() != 0)
+		goto fail;
+	stage = ST_EXEC;
+	/* --serve: init is also the resident agent, so a session costs a forked serve (confined
+	 * as init is) and no channel process (sbx_runner_resident); not in a foreign
+	 * architecture's sandbox, whose sessions are that architecture's agent under QEMU. */
+	char *const argv[] = {"sbx-agent", "init", p->serve ? "--serve" : NULL, NULL};
 	char *const envp[] = {SANDBOX_PATH, NULL};
 	execve(p->init, argv, envp);
 fail:
@@ -895,9 +969,14 @@ int sbx_ns_create(const char *image_dir, const char *name, const struct sbx_ns_o
 		snprintf(agent, sizeof agent, "%s", o->agent);
 	else if (sbx_agent_path(adir, a->name, agent, sizeof agent, e) != 0)
 		return -1;
-	if (foreign) {
-		if (sbx_agent_path(adir, self, native, sizeof native, e) != 0)
+	/* The channel's way in (sbx-agent enter) is this machine's agent, kept in the state
+	 * folder where the sandbox cannot reach it. */
+	if (sbx_agent_path(adir, self, native, sizeof native, e) != 0) {
+		if (foreign || o->agent == NULL)
 			return -1;
+		snprintf(native, sizeof native, "%s", agent);
+	}
+	if (foreign) {
 		if (find_in_path(a->qemu, qemu, sizeof qemu) != 0)
 			return sbx_err_set(e, SBX_EUSAGE, 0,
 			                   "a %s sandbox needs %s on this machine", a->name,
@@ -919,7 +998,8 @@ int sbx_ns_create(const char *image_dir, const char *name, const struct sbx_ns_o
 
 	/* The writable layer: its root takes the image root's mode and owner (the overlay
 	 * shows the upper root's), and starts with the agent in /.sbx. */
-	char upper[PATH_MAX], work[PATH_MAX], root[PATH_MAX], dotsbx[PATH_MAX], layer[PATH_MAX];
+	char upper[PATH_MAX], work[PATH_MAX], root[PATH_MAX], mask[PATH_MAX], dotsbx[PATH_MAX];
+	char layer[PATH_MAX];
 	char ovl[PATH_MAX + 64], ovl2[PATH_MAX + 64];
 	int64_t pid = 0;
 	struct sbx_cg cg = {.procs = {-1, -1, -1, -1}};
@@ -955,16 +1035,18 @@ int sbx_ns_create(const char *image_dir, const char *name, const struct sbx_ns_o
 	if (path_join(upper, sizeof upper, tmp, up, e) != 0 ||
 	    path_join(work, sizeof work, tmp, wk, e) != 0 ||
 	    path_join(root, sizeof root, tmp, "root", e) != 0 ||
+	    path_join(mask, sizeof mask, tmp, "mask", e) != 0 ||
 	    path_join(dotsbx, sizeof dotsbx, upper, ".sbx", e) != 0)
 		goto fail;
 	if (mkdir(upper, 0700) != 0 || chown(upper, ist.st_uid, ist.st_gid) != 0 ||
 	    chmod(upper, ist.st_mode & 07777) != 0 || mkdir(work, 0700) != 0 ||
-	    mkdir(root, 0700) != 0 || mkdir(dotsbx, 0700) != 0 || chown(dotsbx, 0, 0) != 0 ||
-	    chmod(dotsbx, 0755) != 0) {
+	    mkdir(root, 0700) != 0 || mkdir(mask, 0700) != 0 || mkdir(dotsbx, 0700) != 0 ||
+	    chown(dotsbx, 0, 0) != 0 || chmod(dotsbx, 0755) != 0) {
 		sbx_err_set(e, SBX_EUNAVAILABLE, errno, "prepare the layer in %s", tmp);
 		goto fail;
 	}
-	if (copy_exec(agent, dotsbx, "sbx-agent", e) != 0 ||
+	if ((!o->privileged && copy_exec(native, tmp, ENTER_NAME, e) != 0) ||
+	    copy_exec(agent, dotsbx, "sbx-agent", e) != 0 ||
 	    (foreign && (copy_exec(native, dotsbx, "sbx-init", e) != 0 ||
 	                 copy_exec(qemu, dotsbx, a->qemu, e) != 0)))
 		goto fail;
@@ -976,7 +1058,10 @@ int sbx_ns_create(const char *image_dir, const char *name, const struct sbx_ns_o
 	                    .ovl2 = ovl2,
 	                    .name = name,
 	                    .init = foreign ? INIT_FOREIGN : SBX_NS_AGENT,
-	                    .cg = s.cgroup[0] != '\0' ? &cg : NULL};
+	                    .cg = s.cgroup[0] != '\0' ? &cg : NULL,
+	                    .serve = !foreign,
+	                    .privileged = o->privileged};
+	s.privileged = o->privileged != 0;
 	int started = start(&plan, &pid, e);
 	sbx_cg_close(&cg);
 	if (started != 0)
@@ -1187,15 +1272,19 @@ int sbx_ns_argv(const char *name, char ***argv_template, struct sbx_err *e)
 		return sbx_err_set(e, SBX_EUNAVAILABLE, ESRCH,
 		                   "sandbox %s is stopped (its init %lld is gone)", name,
 		                   (long long)s.pid);
-	char pid[24], qemu[80];
+	char pid[24], qemu[80], enter[PATH_MAX];
 	snprintf(pid, sizeof pid, "%lld", (long long)s.pid);
 	snprintf(qemu, sizeof qemu, "/.sbx/%s", s.qemu);
+	if (path_join(enter, sizeof enter, st.dir, ENTER_NAME, e) != 0)
+		return -1;
 	/* The host's environment stays out (env -i). nsenter's --root and --wd without a value
-	 * take init's root and cwd: "--wd=/" would name the host's / and leave the chroot. */
-	const char *words[32];
+	 * take init's root and cwd: "--wd=/" would name the host's / and leave the chroot. A
+	 * confined sandbox is entered by sbx-agent enter instead, which drops to the boundary
+	 * before it execs the layer's agent. */
+	const char *words[40];
 	size_t k = 0;
-	/* The session's processes join the sandbox's cgroup first (nsenter joins namespaces
-	 * only): its limits and its freezer hold them as they hold init's. */
+	/* The session's processes join the sandbox's cgroup first (enter and nsenter join
+	 * namespaces only): its limits and its freezer hold them as they hold init's. */
 	char cgd[SBX_CG_FDS][256];
 	int ncg = s.cgroup[0] != '\0' ? sbx_cg_dirs(s.cg_v2, s.cgroup, cgd, SBX_CG_FDS) : 0;
 	if (ncg > 0) {
@@ -1208,13 +1297,23 @@ int sbx_ns_argv(const char *name, char ***argv_template, struct sbx_err *e)
 			words[k++] = cgd[i];
 		words[k++] = "--";
 	}
-	static const char *const ns_words[] = {
-	        "env",     "-i",    SANDBOX_PATH, "HOME=/root", "nsenter", "--target", NULL,
-	        "--mount", "--uts", "--ipc",      "--net",      "--pid",   "--root",   "--wd"};
-	for (size_t i = 0; i < sizeof ns_words / sizeof ns_words[0]; i++)
-		words[k++] = ns_words[i] != NULL ? ns_words[i] : pid;
-	if (ncg > 0)
-		words[k++] = "--cgroup";
+	words[k++] = "env";
+	words[k++] = "-i";
+	words[k++] = SANDBOX_PATH;
+	words[k++] = "HOME=/root";
+	if (!s.privileged) {
+		words[k++] = enter;
+		words[k++] = "enter";
+		words[k++] = pid;
+	} else {
+		static const char *const ns_words[] = {"nsenter", "--target", NULL,    "--mount",
+		                                       "--uts",   "--ipc",    "--net", "--pid",
+		                                       "--root",  "--wd"};
+		for (size_t i = 0; i < sizeof ns_words / sizeof ns_words[0]; i++)
+			words[k++] = ns_words[i] != NULL ? ns_words[i] : pid;
+		if (ncg > 0)
+			words[k++] = "--cgroup";
+	}
 	if (s.qemu[0] != '\0')
 		words[k++] = qemu;
 	words[k++] = "{agent}";
@@ -1246,13 +1345,22 @@ static int ns_open(const struct sbx_runner_class *self, const char *arg,
                    const struct sbx_open_opts *o, struct sbx_session **s, struct sbx_err *e)
 {
 	(void)self;
-	/* nsenter joins the namespaces, not the cgroup: a session now would run beside the frozen
-	 * processes, unfrozen. Said at once instead. */
+	/* A paused sandbox's session is refused at once: a channel's processes would wait
+	 * frozen (the resident agent's serve, a child of init, is in its cgroup), and so would
+	 * every request. Then the resident agent (init's socket: no process on this side); an
+	 * init that does not serve (made by an older sbx), and a sandbox of a foreign
+	 * architecture (its sessions are that architecture's agent under QEMU, init is this
+	 * machine's), through the exec channel. */
 	struct sbx_ns_status st;
-	if (sbx_ns_status(arg, &st, e) != 0)
+	struct state ss;
+	if (lookup(arg, &st, &ss, e) != 0)
 		return -1;
 	if (st.paused)
 		return sbx_err_set(e, SBX_EUNAVAILABLE, 0, "ns sandbox %s is paused", arg);
+	if (st.state == SBX_NS_RUNNING && o->agent == NULL && ss.qemu[0] == '\0' &&
+	    sbx_runner_resident((pid_t)ss.pid, o->agent_dir, o->timeout_s > 0 ? o->timeout_s : 30,
+	                        s) == 0)
+		return 0;
 	char **tmpl;
 	if (sbx_ns_argv(arg, &tmpl, e) != 0)
 		return -1;
@@ -1271,8 +1379,11 @@ static int ns_create(const struct sbx_runner_class *self, const struct sbx_creat
 		return sbx_err_set(e, SBX_EUSAGE, 0, "engine arguments are for podman and docker");
 	if (o->image == NULL)
 		return sbx_err_set(e, SBX_EUSAGE, 0, "ns: create needs an image folder");
-	struct sbx_ns_opts no = {
-	        .arch = o->arch, .agent_dir = o->agent_dir, .agent = o->agent, .res = o->resources};
+	struct sbx_ns_opts no = {.arch = o->arch,
+	                         .agent_dir = o->agent_dir,
+	                         .agent = o->agent,
+	                         .res = o->resources,
+	                         .privileged = o->privileged};
 	return sbx_ns_create(o->image, o->name, &no, arg_out, cap, e);
 }
 
@@ -1329,6 +1440,7 @@ static int ns_list(const struct sbx_runner_class *self, struct sbx_sandbox **out
 }
 
 const struct sbx_runner_class sbx_runner_ns = {.name = "ns",
+                                               .arg = "NAME",
                                                .boundary = 1,
                                                .parse = ns_parse,
                                                .open = ns_open,

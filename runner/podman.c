@@ -878,10 +878,9 @@ int sbx_podman_create(const char *engine, const char *image, const char *name,
 	uint8_t sha[SBX_SHA256_LEN];
 	if (sbx_inject_sha256_file(agent, sha, e) != 0)
 		return -1;
-	char init[40], label[64], label2[64], target[160];
-	snprintf(init, sizeof init, "/.sbx-agent-");
-	for (int i = 0; i < 6; i++)
-		snprintf(init + 12 + 2 * i, 3, "%02x", sha[i]);
+	char init[1 + SBX_AGENT_NAME_LEN], label[64], label2[64], target[160];
+	init[0] = '/';
+	sbx_agent_name(sha, init + 1);
 	snprintf(label, sizeof label, "sbx.arch=%s", arch);
 	snprintf(label2, sizeof label2, "sbx.agent=%s", init);
 	if (w_engine(&v, engine, 1, e) != 0)
@@ -1015,28 +1014,6 @@ static int frozen(pid_t pid)
 	return yes;
 }
 
-/* A session with the container's init when it is the resident agent (containers sbx made):
- * root, and the very agent this host would inject for its architecture; else -1 and the
- * exec way. $SBX_RESIDENT=0 skips it. */
-static int resident_open(pid_t pid, const char *agent_dir, double timeout_s, struct sbx_session **s)
-{
-	const char *v = getenv("SBX_RESIDENT");
-	if (v != NULL && strcmp(v, "0") == 0)
-		return -1;
-	struct sbx_err e;
-	if (sbx_session_resident(s, pid, timeout_s, &e) != 0)
-		return -1;
-	const struct sbx_hello *h = sbx_session_hello(*s);
-	char local[PATH_MAX];
-	uint8_t sha[SBX_SHA256_LEN];
-	if (h->euid == 0 && sbx_agent_path(agent_dir, h->arch, local, sizeof local, &e) == 0 &&
-	    sbx_inject_sha256_file(local, sha, &e) == 0 && memcmp(sha, h->sha256, sizeof sha) == 0)
-		return 0;
-	sbx_session_close(*s); /* another sbx's agent, or not root: the exec way injects ours */
-	*s = NULL;
-	return -1;
-}
-
 int sbx_podman_open(const char *engine, const char *name, const char *agent_dir, double timeout_s,
                     int ask_pid, struct sbx_session **s, struct sbx_podman_inject *info,
                     struct sbx_err *e)
@@ -1054,7 +1031,7 @@ int sbx_podman_open(const char *engine, const char *name, const char *agent_dir,
 	if (pid > 0 && frozen(pid))
 		return sbx_err_set(e, SBX_EUNAVAILABLE, 0, "%s container %s is paused", engine,
 		                   name);
-	if (pid > 0 && resident_open(pid, agent_dir, timeout_s, s) == 0) {
+	if (pid > 0 && sbx_runner_resident(pid, agent_dir, timeout_s, s) == 0) {
 		info->resident = 1;
 		snprintf(info->path, sizeof info->path, "(init)");
 		return 0;
@@ -1078,7 +1055,8 @@ int sbx_podman_open(const char *engine, const char *name, const char *agent_dir,
 	snprintf(info->direct_error, sizeof info->direct_error, "%s", le.msg);
 	if (!sbx_session_broken(*s))
 		return 0;
-	/* Rare: the agent went silent on the direct socket. A new session, on the exec channel. */
+	/* Rare: the agent went silent on the direct socket. A new session, on the
+	 * exec channel. */
 	sbx_session_close(*s);
 	*s = NULL;
 	return open_exec(engine, name, agent_dir, timeout_s, s, info, e);
@@ -1093,7 +1071,8 @@ static int open_exec(const char *engine, const char *name, const char *agent_dir
 	const char *mode = getenv("SBX_PODMAN_COPY");
 	const char *nb = getenv("SBX_NO_BOOT");
 	if ((mode == NULL || mode[0] == '\0') && (nb == NULL || strcmp(nb, "1") != 0)) {
-		/* One exec: the agent found or delivered and started by the sandbox's shell. */
+		/* One exec: the agent found or delivered and started by the sandbox's
+		 * shell. */
 		struct sbx_inject_target bt = {.run = run, .what = what};
 		struct sbx_inject_result res;
 		struct sbx_err be;
@@ -1400,8 +1379,8 @@ struct img_list {
 	const char *kind;
 };
 
-/* The images with the sbx.tarball label, and how many containers (any state, made by anyone)
- * were made from each. */
+/* The images with the sbx.tarball label, and how many containers (any state, made by
+ * anyone) were made from each. */
 static int engine_images(const struct sbx_runner_class *self, struct sbx_image **out, size_t *n,
                          struct sbx_err *e)
 {
@@ -1417,7 +1396,8 @@ static int engine_images(const struct sbx_runner_class *self, struct sbx_image *
 	w_add(&v, "label=sbx.tarball");
 	if (run_listing(v.w, "images", &r, e) != 0)
 		return -1;
-	/* One inspect of them all: the ids, deduplicated (an image with two tags is listed twice).
+	/* One inspect of them all: the ids, deduplicated (an image with two tags is listed
+	 * twice).
 	 */
 	w_engine(&v, self->name, 0, e);
 	w_add(&v, "image");
@@ -1566,10 +1546,11 @@ static int engine_image_remove(const struct sbx_runner_class *self, const struct
 
 #define ENGINE_ROW(NAME)                                                                           \
 	{                                                                                          \
-		.name = NAME, .boundary = 1, .parse = engine_parse, .open = engine_open,           \
-		.create = engine_create, .status = engine_status, .remove = engine_remove,         \
-		.list = engine_list, .pause = engine_pause, .resume = engine_resume,               \
-		.images = engine_images, .image_remove = engine_image_remove,                      \
+		.name = NAME, .arg = "NAME", .boundary = 1, .parse = engine_parse,                 \
+		.open = engine_open, .create = engine_create, .status = engine_status,             \
+		.remove = engine_remove, .list = engine_list, .pause = engine_pause,               \
+		.resume = engine_resume, .images = engine_images,                                  \
+		.image_remove = engine_image_remove,                                               \
 	}
 
 const struct sbx_runner_class sbx_runner_podman = ENGINE_ROW("podman");

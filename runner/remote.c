@@ -277,8 +277,14 @@ static int remote_open(const struct sbx_runner_class *self, const char *arg,
 	return rc;
 }
 
-const struct sbx_runner_class sbx_runner_kubectl = {
-        .name = "kubectl", .boundary = 1, .parse = remote_parse, .open = remote_open};
+const struct sbx_runner_class sbx_runner_kubectl = {.name = "kubectl",
+                                                    .arg = "POD[/C][@NS]",
+                                                    .boundary = 1,
+                                                    .parse = remote_parse,
+                                                    .open = remote_open};
 
-const struct sbx_runner_class sbx_runner_ssh = {
-        .name = "ssh", .boundary = 1, .parse = remote_parse, .open = remote_open};
+const struct sbx_runner_class sbx_runner_ssh = {.name = "ssh",
+                                                .arg = "[USER@]HOST[:PORT]",
+                                                .boundary = 1,
+                                                .parse = remote_parse,
+                                                .open = remote_open};

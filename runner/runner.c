@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 
 #include "arch.h"
+#include "channel.h"
+#include "inject.h"
 #include "runner.h"
 
 const struct sbx_runner_class *const sbx_runner_classes[] = {
@@ -264,6 +266,25 @@ int sbx_runner_open_template(const char *const *tmpl, const char *agent,
 	                        e);
 }
 
+int sbx_runner_resident(pid_t pid, const char *agent_dir, double timeout_s, struct sbx_session **s)
+{
+	const char *v = getenv("SBX_RESIDENT");
+	if (v != NULL && strcmp(v, "0") == 0)
+		return -1;
+	struct sbx_err e;
+	if (sbx_session_resident(s, pid, timeout_s, &e) != 0)
+		return -1;
+	const struct sbx_hello *h = sbx_session_hello(*s);
+	char local[PATH_MAX];
+	uint8_t sha[SBX_SHA256_LEN];
+	if (h->euid == 0 && sbx_agent_path(agent_dir, h->arch, local, sizeof local, &e) == 0 &&
+	    sbx_inject_sha256_file(local, sha, &e) == 0 && memcmp(sha, h->sha256, sizeof sha) == 0)
+		return 0;
+	sbx_session_close(*s); /* another sbx's agent, or not root: the exec way injects ours */
+	*s = NULL;
+	return -1;
+}
+
 int sbx_runner_list_of(const struct sbx_runner_class *self, char **names, size_t k,
                        struct sbx_sandbox **out, size_t *n, struct sbx_err *e)
 {
@@ -336,7 +357,7 @@ static int qemu_open(const struct sbx_runner_class *self, const char *arg,
 }
 
 const struct sbx_runner_class sbx_runner_qemu = {
-        .name = "qemu", .boundary = 0, .parse = qemu_parse, .open = qemu_open};
+        .name = "qemu", .arg = "ARCH", .boundary = 0, .parse = qemu_parse, .open = qemu_open};
 
 /* ---- via:COMMAND: any exec channel, {agent} the --agent path ---- */
 
@@ -370,7 +391,7 @@ static int via_open(const struct sbx_runner_class *self, const char *arg,
 
 /* A channel sbx knows nothing about: its sandbox is not taken for this machine. */
 const struct sbx_runner_class sbx_runner_via = {
-        .name = "via", .boundary = 1, .parse = via_parse, .open = via_open};
+        .name = "via", .arg = "COMMAND LINE", .boundary = 1, .parse = via_parse, .open = via_open};
 
 /* ---- words ---- */
 

@@ -60,6 +60,7 @@ struct sbx_create_opts {
 	const char *agent_dir;          /* holds ARCH/sbx-agent; NULL: sbx_agent_dir() */
 	const char *agent;              /* an explicit agent binary for the sandbox's init */
 	const char *const *engine_args; /* podman/docker: words added to `ENGINE create` */
+	int privileged;                 /* ns: keep every capability, no seccomp filter */
 	struct sbx_resources resources;
 };
 
@@ -76,6 +77,7 @@ struct sbx_open_opts {
  * ("local" is not created; "ssh:" hosts are not listed). arg is the spec after "KIND:". */
 struct sbx_runner_class {
 	const char *name;
+	const char *arg; /* what follows "KIND:" in a spec, as `sbx help` shows it; NULL: none */
 	int boundary; /* 1: the sandbox is not this machine (its keeper holds the secret for good);
 	                 0: local, qemu (a secret for each session) */
 	int (*parse)(const struct sbx_runner_class *self, const char *arg, struct sbx_err *e);

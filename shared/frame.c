@@ -60,7 +60,24 @@ void sbx_frame_header(uint8_t out[SBX_FRAME_HDR], uint8_t type, uint8_t flags, u
 
 void sbx_frame_dec_init(struct sbx_frame_dec *d, uint8_t *buf, size_t cap)
 {
+	sbx_frame_dec_init_max(d, buf, cap, cap - SBX_FRAME_HDR);
+}
+
+void sbx_frame_dec_init_max(struct sbx_frame_dec *d, uint8_t *buf, size_t cap, size_t max)
+{
 	memset(d, 0, sizeof *d);
+	d->buf = buf;
+	d->cap = cap;
+	d->max = max < SBX_FRAME_MAX_PAYLOAD ? max : SBX_FRAME_MAX_PAYLOAD;
+}
+
+size_t sbx_frame_dec_room(const struct sbx_frame_dec *d)
+{
+	return d->have >= SBX_FRAME_HDR ? SBX_FRAME_HDR + (size_t)d->need_len : 0;
+}
+
+void sbx_frame_dec_setbuf(struct sbx_frame_dec *d, uint8_t *buf, size_t cap)
+{
 	d->buf = buf;
 	d->cap = cap;
 }
@@ -139,7 +156,7 @@ static enum sbx_dec_error check_header(struct sbx_frame_dec *d)
 	if (get32(h + 12) != sbx_crc32(h, 12))
 		return SBX_DEC_BAD_CHECK;
 	uint32_t len = get32(h + 8);
-	if (len > SBX_FRAME_MAX_PAYLOAD || len > d->cap - SBX_FRAME_HDR)
+	if (len > d->max)
 		return SBX_DEC_TOO_LONG;
 	if (!sbx_frame_type_known(h[2]))
 		return SBX_DEC_UNKNOWN_TYPE;
@@ -196,6 +213,10 @@ enum sbx_dec_status sbx_frame_dec_feed(struct sbx_frame_dec *d, const uint8_t *i
 				*used = pos;
 				return SBX_DEC_ERROR;
 			}
+		}
+		if (SBX_FRAME_HDR + (size_t)d->need_len > d->cap) {
+			*used = pos;
+			return SBX_DEC_ROOM;
 		}
 		size_t want = SBX_FRAME_HDR + d->need_len - d->have;
 		size_t n = want < len - pos ? want : len - pos;

@@ -55,6 +55,8 @@ uint32_t sbx_crc32(const void *data, size_t len);
 enum sbx_dec_status {
 	SBX_DEC_NEED = 0,   /* every byte given was consumed; feed more */
 	SBX_DEC_FRAME = 1,  /* a whole frame is in *out; *used bytes of the input were consumed */
+	SBX_DEC_ROOM = 2,   /* the frame being assembled needs a larger buffer (sbx_frame_dec_room
+	                       bytes: give one with sbx_frame_dec_setbuf), then feed the rest */
 	SBX_DEC_ERROR = -1, /* the stream is corrupt; the decoder stays in error */
 };
 
@@ -68,15 +70,29 @@ enum sbx_dec_error {
 
 struct sbx_frame_dec {
 	uint8_t *buf; /* caller's buffer: header and payload of the frame being assembled */
-	size_t cap;   /* its size; payloads up to cap - SBX_FRAME_HDR are accepted */
+	size_t cap;   /* its size */
+	size_t max;   /* the longest payload accepted */
 	size_t have;  /* bytes of the current frame in buf */
 	uint32_t need_len;
 	enum sbx_dec_error error;
 	uint64_t frames; /* frames decoded so far */
 };
 
-/* buf must hold at least SBX_FRAME_HDR bytes; frames with longer payloads are refused. */
+/* buf must hold at least SBX_FRAME_HDR bytes; frames with longer payloads than buf holds are
+ * refused. */
 void sbx_frame_dec_init(struct sbx_frame_dec *d, uint8_t *buf, size_t cap);
+
+/* A decoder whose buffer may be smaller than its longest frame (max payload bytes): a frame
+ * that arrives whole is handed out in place, one that arrives in parts and does not fit makes
+ * the decoder ask for room (SBX_DEC_ROOM). */
+void sbx_frame_dec_init_max(struct sbx_frame_dec *d, uint8_t *buf, size_t cap, size_t max);
+
+/* The bytes the frame being assembled needs in the buffer (0: none yet). */
+size_t sbx_frame_dec_room(const struct sbx_frame_dec *d);
+
+/* A new buffer of cap bytes holding the same first bytes as the old one (realloc'd): the
+ * frame being assembled, if any, fits it. */
+void sbx_frame_dec_setbuf(struct sbx_frame_dec *d, uint8_t *buf, size_t cap);
 
 /* Consumes input until one frame is complete (SBX_DEC_FRAME, with *used the bytes taken, so
  * the caller calls again with the rest) or the input is exhausted (SBX_DEC_NEED, *used = len).

@@ -19,7 +19,7 @@
 #define SBX_CANARY "\r\n\n\r\0\x7f\x1b\x03\x04\x1a\xff\xfe\r"
 #define SBX_CANARY_LEN 13
 
-enum sbx_op {
+enum sbx_opcode {
 	SBX_OP_KIND = 1,
 	SBX_OP_STAT = 2,
 	SBX_OP_RESOLVE = 3,
@@ -69,7 +69,7 @@ enum sbx_tag {
 	SBX_T_STATUS = 1,  /* RESPONSE: 0 ok, else an enum sbx_err_class */
 	SBX_T_ERRNO = 2,   /* errno behind a failure */
 	SBX_T_MESSAGE = 3, /* human-readable text: error or warning */
-	SBX_T_OP = 4,      /* REQUEST: enum sbx_op */
+	SBX_T_OP = 4,      /* REQUEST: enum sbx_opcode */
 
 	/* HELLO / WELCOME */
 	SBX_T_PROTO_MIN = 10,

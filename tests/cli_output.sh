@@ -100,11 +100,11 @@ safe "$w/out" json || die "session errors: $(cat "$w/out")"
 [ "$(grep -c '"ok":false' "$w/out")" = 2 ] || die "session errors: $(cat "$w/out")"
 ok "sbx session: every answer valid JSON with nothing raw"
 
-# Every text line of the CLI goes through cli_out.c: no other file prints by itself (the
+# Every text line of the CLI goes through host/cli/out.c: no other file prints by itself (the
 # raw streams of exec and output, the receipt's newline and constant strings excepted).
-left=$(grep -nE '\b(printf|fprintf|puts|vprintf)\(|fputs\([^"]' "$top"/host/cli*.c | grep -v 'host/cli_out.c:' || true)
+left=$(grep -nE '\b(printf|fprintf|puts|vprintf)\(|fputs\([^"]' "$top"/host/cli/*.c | grep -v "host/cli/out.c:" || true)
 [ -z "$left" ] || die "prints that bypass the escape: $left"
-ok "no print in host/cli*.c bypasses the escape"
+ok "no print in host/cli/*.c bypasses the escape"
 
 # sbx output ends: an agent that always has more (the first answer says 1 MiB exists) is read
 # up to that 1 MiB and no further; an answer longer than asked is a protocol error.

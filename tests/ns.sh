@@ -72,9 +72,14 @@ b_ns=$(pidns_of "$b_pid")
 	[ "$(hostname)" != A ] || die "hostnames"
 ok "hostname is the sandbox's name (A, B; the host's is $(hostname))"
 [ "$(in_ns A sh 'echo $$')" -lt 50 ] || die "pid namespace: \$\$ = $(in_ns A sh 'echo $$')"
-[ "$(in_ns A exec -- cat /proc/1/cmdline | tr '\0' ' ')" = "sbx-agent init " ] || die "PID 1"
+[ "$(in_ns A exec -- cat /proc/1/cmdline | tr '\0' ' ')" = "sbx-agent init --serve " ] || die "PID 1"
 [ "$a_ns" != "$(pidns_of self)" ] && [ "$a_ns" != "$b_ns" ] || die "pid namespaces"
-ok "own pid namespace: small pids, PID 1 is 'sbx-agent init' (host pid $a_pid)"
+ok "own pid namespace: small pids, PID 1 is 'sbx-agent init --serve' (host pid $a_pid)"
+# A session is served by init itself (no nsenter, no exec): the resident agent; without it,
+# through nsenter.
+in_ns A hello | grep -qx 'channel resident' || die "channel: $(in_ns A hello | grep channel)"
+SBX_RESIDENT=0 in_ns A hello | grep -qx 'channel exec' || die "SBX_RESIDENT=0: $(SBX_RESIDENT=0 in_ns A hello | grep channel)"
+ok "sessions go to init's resident agent (channel resident), through nsenter with SBX_RESIDENT=0"
 [ "$(in_ns A exec -- ls /sys/class/net)" = lo ] || die "/sys/class/net: $(in_ns A exec -- ls /sys/class/net)"
 links=$(in_ns A exec -- ip -o link)
 [ "$(echo "$links" | wc -l)" = 1 ] && echo "$links" | grep -q '^1: lo: <LOOPBACK,UP' ||
@@ -89,7 +94,7 @@ in_ns A exec -- ls /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/t
 ok "/dev: null zero full random urandom tty, /dev/shm 1777"
 [ "$(in_ns A exec -- pwd)" = / ] || die "cwd"
 [ "$(in_ns A kind "$top")" = absent ] || die "the host's $top is visible"
-[ "$(in_ns A exec -- ls -A / | grep -vE '^\.sbx(-keeper)?$' | LC_ALL=C sort)" = \
+[ "$(in_ns A exec -- ls -A / | grep -vE '^\.sbx(-keeper|-serve)?$' | LC_ALL=C sort)" = \
 	"$(ls -A "$img" | LC_ALL=C sort)" ] || die "/ is not the image"
 [ "$(in_ns A sh 'cd /..; pwd; ls -d /../bin')" = "/
 /../bin" ] || die "cd .."

@@ -134,6 +134,8 @@ cmocka "test_harness (SandboxSession, channel loss)" confined "$hostdir/tests/te
 one "sbx session: supervision ops as JSON lines" confined "$top/tests/session_sup.sh" "$hostdir/sbx"
 checks "sbx output: nothing raw from an impersonated agent, bounded reads and capture" \
 	"$top/tests/cli_output.sh" "$hostdir/sbx"
+checks "the CLI's command table: every op argv = JSON lines; help from the rows (confined)" \
+	confined "$top/tests/cli_table.sh" "$hostdir/sbx"
 
 echo "== the host against an impersonated agent"
 checks "impersonated agent (tests/fake/agent.py) against the real host (confined)" \
@@ -153,6 +155,8 @@ checks "hostile archives (negative control: a weak placement's escapes are seen,
 echo "== images and the ns runner"
 checks "sandbox images (busybox x6, noshell, debian)" "$top/tests/images.sh" "$top/build/images"
 checks "ns runner: namespace sandboxes end to end (root)" "$top/tests/ns.sh" "$hostdir/sbx"
+checks "ns runner: the boundary against a hostile root (negative control: --privileged)" \
+	"$top/tests/containment.sh" "$hostdir/sbx"
 checks "transfer and supervision suites on ns + BusyBox and ns + Debian" "$top/tests/ns_suites.sh" "$hostdir/sbx"
 checks "sbx rollout: the main job on ns + BusyBox" "$top/tests/rollout.sh" "$hostdir/sbx"
 checks "podman runner: OCI containers, agent injection (root, podman+runc)" "$top/tests/podman.sh" "$hostdir/sbx" "$top/build/images"

@@ -410,86 +410,107 @@ static int episode(struct rollout *r, struct sbx_err *e)
 	return rc;
 }
 
-int cli_rollout(const struct opts *o, int argc, char **argv)
-{
+struct rollout_call {
+	struct cli_call c;
 	struct rollout r;
-	memset(&r, 0, sizeof r);
-	r.kind = "ns";
-	r.timeout = 60;
-	r.verify_timeout = 60;
-	struct sbx_err e;
+	char def_image[PATH_MAX + 64];
+};
+
+static int rollout_argv(struct cli_call *c, int argc, char **argv, struct sbx_err *e)
+{
+	struct rollout *r = &((struct rollout_call *)c)->r;
+	r->kind = "ns";
+	r->timeout = 60;
+	r->verify_timeout = 60;
 	for (int i = 0; i < argc; i++) {
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-		if (v == NULL) {
-			sbx_err_set(&e, SBX_EUSAGE, 0, "rollout: %s needs a value", argv[i]);
-			return fail(o, &e, EX_USAGE);
-		}
+		if (v == NULL)
+			return sbx_err_set(e, SBX_EUSAGE, 0, "rollout: %s needs a value", argv[i]);
 		if (strcmp(argv[i], "--task") == 0)
-			r.task = v;
+			r->task = v;
 		else if (strcmp(argv[i], "--image") == 0)
-			r.image = v;
+			r->image = v;
 		else if (strcmp(argv[i], "--verifier-image") == 0)
-			r.verifier_image = v;
+			r->verifier_image = v;
 		else if (strcmp(argv[i], "--user") == 0)
-			r.user = v;
+			r->user = v;
 		else if (strcmp(argv[i], "--out") == 0)
-			r.out_arg = v;
+			r->out_arg = v;
 		else if (strcmp(argv[i], "--runner") == 0)
-			r.kind = v;
+			r->kind = v;
 		else if (strcmp(argv[i], "--timeout") == 0)
-			r.timeout = atof(v);
+			r->timeout = atof(v);
 		else if (strcmp(argv[i], "--verify-timeout") == 0)
-			r.verify_timeout = atof(v);
-		else {
-			sbx_err_set(&e, SBX_EUSAGE, 0, "rollout: unknown option %s", argv[i]);
-			return fail(o, &e, EX_USAGE);
-		}
+			r->verify_timeout = atof(v);
+		else
+			return sbx_err_set(e, SBX_EUSAGE, 0, "rollout: unknown option %s", argv[i]);
 		i++;
 	}
-	if (r.task == NULL) {
-		sbx_err_set(&e, SBX_EUSAGE, 0,
-		            "rollout needs --task DIR (a folder with agent/run.sh and "
-		            "tests/verify.sh)");
-		return fail(o, &e, EX_USAGE);
-	}
-	char def_image[PATH_MAX + 64];
-	if (r.image == NULL) {
+	if (r->task == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0,
+		                   "rollout needs --task DIR (a folder with agent/run.sh and "
+		                   "tests/verify.sh)");
+	return 0;
+}
+
+/* The episode, its sandboxes removed, and its summary (which says itself whether it failed:
+ * the row prints its own answer). */
+static int rollout_run(struct cli_call *c, struct sbx_err *e)
+{
+	struct rollout_call *rc_ = (struct rollout_call *)c;
+	struct rollout *r = &rc_->r;
+	c->fail_status = EX_USAGE;
+	if (r->image == NULL) {
 		/* The bundled BusyBox image of this machine's architecture, beside the build. */
 		char dir[PATH_MAX];
-		if (sbx_agent_dir(dir, sizeof dir, &e) != 0)
-			return fail(o, &e, EX_USAGE);
-		snprintf(def_image, sizeof def_image, "%s/../images/busybox-%s%s", dir,
-		         sbx_arch_self(), strcmp(r.kind, "ns") != 0 ? ".tar" : "");
-		r.image = def_image;
+		if (sbx_agent_dir(dir, sizeof dir, e) != 0)
+			return -1;
+		snprintf(rc_->def_image, sizeof rc_->def_image, "%s/../images/busybox-%s%s", dir,
+		         sbx_arch_self(), strcmp(r->kind, "ns") != 0 ? ".tar" : "");
+		r->image = rc_->def_image;
 	}
-	if (r.verifier_image == NULL)
-		r.verifier_image = r.image;
+	if (r->verifier_image == NULL)
+		r->verifier_image = r->image;
 	char cwd[PATH_MAX - 64];
-	if (r.out_arg != NULL)
-		snprintf(r.out, sizeof r.out, "%s", r.out_arg);
+	if (r->out_arg != NULL)
+		snprintf(r->out, sizeof r->out, "%s", r->out_arg);
 	else if (getcwd(cwd, sizeof cwd) != NULL)
-		snprintf(r.out, sizeof r.out, "%s/rollout-out/%ld", cwd, (long)time(NULL));
+		snprintf(r->out, sizeof r->out, "%s/rollout-out/%ld", cwd, (long)time(NULL));
 	char mk[PATH_MAX + 64];
-	snprintf(mk, sizeof mk, "%s", r.out);
+	snprintf(mk, sizeof mk, "%s", r->out);
 	for (char *q = mk + 1; *q != '\0'; q++)
 		if (*q == '/') {
 			*q = '\0';
 			mkdir(mk, 0755);
 			*q = '/';
 		}
-	if (mkdir(mk, 0755) != 0 && errno != EEXIST) {
-		sbx_err_set(&e, SBX_EUSAGE, errno, "rollout: output folder %s", r.out);
-		return fail(o, &e, EX_USAGE);
-	}
-	r.progress = !o->json && isatty(2);
-	r.t0 = now_s();
-	int rc = episode(&r, &e);
+	if (mkdir(mk, 0755) != 0 && errno != EEXIST)
+		return sbx_err_set(e, SBX_EUSAGE, errno, "rollout: output folder %s", r->out);
+	c->fail_status = 0;
+	r->progress = !c->json && isatty(2);
+	r->t0 = now_s();
+	int rc = episode(r, e);
 	/* Both sandboxes go, whatever happened. */
-	if (r.agent_sb[0] != '\0')
-		sb_remove(r.agent_sb);
-	if (r.verifier_sb[0] != '\0')
-		sb_remove(r.verifier_sb);
-	phase(&r, "close");
-	summary(o, &r, rc == 0 ? NULL : &e);
-	return rc == 0 ? 0 : class_exit(e.cls);
+	if (r->agent_sb[0] != '\0')
+		sb_remove(r->agent_sb);
+	if (r->verifier_sb[0] != '\0')
+		sb_remove(r->verifier_sb);
+	phase(r, "close");
+	summary(c->o, r, rc == 0 ? NULL : e);
+	c->answered = 1;
+	c->status = rc == 0 ? 0 : class_exit(e->cls);
+	return 0;
 }
+
+const struct cli_cmd cli_rollout = {
+        .name = "rollout",
+        .need = CLI_NONE,
+        .size = sizeof(struct rollout_call),
+        .parse_argv = rollout_argv,
+        .run = rollout_run,
+        .synopsis = "--task DIR [--runner KIND] [--image DIR|TAR] [--verifier-image DIR|TAR] "
+                    "[--user U] [--timeout S] [--verify-timeout S] [--out DIR]",
+        .summary = "one agent-rollout episode (two sandboxes)",
+        .details = "KIND: a runner that creates sandboxes (default ns). The summary (reward, "
+                   "statuses, receipts, timings) is printed and kept in DIR/summary.json.",
+};

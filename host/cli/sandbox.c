@@ -1,7 +1,8 @@
 /* sbx sandbox create|status|rm|ls|pause|resume and sbx image ls|prune: sandboxes of every runner
  * kind that makes them, and the images sbx imported for them, through the runner table
  * (sbx_runner.h). A bare NAME is an ns sandbox ("ns:NAME"), as `sbx sandbox create` prints it;
- * any other kind is named by its spec ("podman:NAME"). No session is opened here. */
+ * any other kind is named by its spec ("podman:NAME"). No session is opened here. Two group
+ * rows: `sbx sandbox SUB` and `sbx image SUB`, one row per SUB. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,11 +13,6 @@
 #include "sbx_runner.h"
 
 #include "cli.h"
-
-int cli_sandbox_known(const char *cmd)
-{
-	return strcmp(cmd, "sandbox") == 0;
-}
 
 /* 1 when kind can have sandboxes here: ns always; an engine when its program is on $PATH. */
 static int cli_kind_here(const char *kind)
@@ -107,8 +103,7 @@ static void json_fields(struct sbx_jw *w, const struct sbx_sandbox *sb)
 	if (sb->created_ns > 0)
 		sbx_jw_kdouble(w, "age_s", age_s(sb));
 	const struct sbx_resources *r = &sb->resources;
-	sbx_jw_key(w, "resources");
-	sbx_jw_obj_begin(w);
+	sbx_jw_kobj_begin(w, "resources");
 	if (r->cpu > 0)
 		sbx_jw_kdouble(w, "cpu", r->cpu);
 	if (r->memory_mib > 0)
@@ -155,471 +150,528 @@ static void text_status(const struct sbx_sandbox *sb)
 	cli_printf("\n");
 }
 
-static void print_ok(const struct sbx_sandbox *sb)
+struct sb_call {
+	struct cli_call c;
+	struct sbx_create_opts co;
+	const char *kind; /* create --runner; ls, rm, image: --runner (NULL: every kind) */
+	const char *extra[64];
+	int argc; /* status, rm, pause, resume: the names */
+	char **argv;
+	int all;      /* rm --all */
+	double older; /* rm --older-than, seconds; -1 when not given */
+	/* results */
+	char spec[192];
+	struct sbx_sandbox sb;
+	struct sbx_sandbox *v; /* ls; rm --all / --older-than: what was listed */
+	size_t n;
+	const char **done; /* rm: what was removed */
+	size_t ndone;
+	struct sbx_image *im; /* image ls; image prune: what was removed */
+	size_t nim;
+};
+
+static void sb_done(struct cli_call *c)
 {
-	struct sbx_jw w;
-	sbx_jw_init(&w);
-	sbx_jw_obj_begin(&w);
-	json_ok(&w);
-	json_fields(&w, sb);
-	sbx_jw_obj_end(&w);
-	print_json(&w);
-	sbx_jw_free(&w);
+	struct sb_call *a = (struct sb_call *)c;
+	free(a->v);
+	free(a->done);
+	free(a->im);
 }
 
-static int cmd_create(const struct opts *o, int argc, char **argv)
+/* ---- create ---- */
+
+/* --cpu N (fractional), --memory-mib N, --pids N (whole), --disk-gib N: 1 when s is one of
+ * them (its value taken), 0 when it is not, -1 and *e for a bad value. */
+static int resource_arg(struct sbx_resources *r, const char *s, const char *val, struct sbx_err *e)
 {
-	struct sbx_err e;
-	struct sbx_create_opts co = {.agent_dir = o->agent_dir, .agent = o->agent};
-	const char *kind = "ns";
-	const char *extra[64];
-	int nextra = 0;
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		if (i + 1 >= argc) {
-			sbx_err_set(&e, SBX_EUSAGE, 0, "create: %s needs a value", a);
-			return fail(o, &e, EX_USAGE);
-		}
-		if (strcmp(a, "--image") == 0)
-			co.image = argv[++i];
-		else if (strcmp(a, "--name") == 0)
-			co.name = argv[++i];
-		else if (strcmp(a, "--arch") == 0)
-			co.arch = argv[++i];
-		else if (strcmp(a, "--runner") == 0)
-			kind = argv[++i];
-		else if (strcmp(a, "--engine-arg") == 0 && nextra < 63)
-			extra[nextra++] = argv[++i];
-		else if (strcmp(a, "--cpu") == 0 || strcmp(a, "--memory-mib") == 0 ||
-		         strcmp(a, "--pids") == 0 || strcmp(a, "--disk-gib") == 0) {
-			double v = positive(argv[++i]);
-			int whole = a[2] == 'm' || a[2] == 'p';
-			if (v < 0 || (whole && v != (double)(int64_t)v)) {
-				sbx_err_set(&e, SBX_EUSAGE, 0,
-				            "create: %s needs a %s number above 0", a,
-				            whole ? "whole" : "");
-				return fail(o, &e, EX_USAGE);
-			}
-			if (a[2] == 'c')
-				co.resources.cpu = v;
-			else if (a[2] == 'm')
-				co.resources.memory_mib = (int64_t)v;
-			else if (a[2] == 'p')
-				co.resources.pids = (int64_t)v;
-			else
-				co.resources.disk_gib = v;
-		} else {
-			sbx_err_set(&e, SBX_EUSAGE, 0, "create: unknown option %s", a);
-			return fail(o, &e, EX_USAGE);
-		}
-	}
-	extra[nextra] = NULL;
-	co.engine_args = extra;
-	if (co.image == NULL) {
-		sbx_err_set(&e, SBX_EUSAGE, 0,
-		            "create needs --image DIR (podman/docker: NAME or .tar)");
-		return fail(o, &e, EX_USAGE);
-	}
-	char spec[192];
-	if (sbx_sandbox_create(kind, &co, spec, sizeof spec, &e) != 0)
-		return fail(o, &e, class_exit(e.cls));
-	struct sbx_sandbox sb;
-	if (!o->json) {
-		cli_printf("%s\n", strncmp(spec, "ns:", 3) == 0 ? spec + 3 : spec);
+	int cpu = strcmp(s, "--cpu") == 0, mem = strcmp(s, "--memory-mib") == 0,
+	    pids = strcmp(s, "--pids") == 0, disk = strcmp(s, "--disk-gib") == 0;
+	if (!cpu && !mem && !pids && !disk)
 		return 0;
+	double v = positive(val);
+	int whole = mem || pids;
+	if (v < 0 || (whole && v != (double)(int64_t)v))
+		return sbx_err_set(e, SBX_EUSAGE, 0, "create: %s needs a %snumber above 0", s,
+		                   whole ? "whole " : "");
+	if (cpu)
+		r->cpu = v;
+	else if (mem)
+		r->memory_mib = (int64_t)v;
+	else if (pids)
+		r->pids = (int64_t)v;
+	else
+		r->disk_gib = v;
+	return 1;
+}
+
+static int create_argv(struct cli_call *c, int argc, char **argv, struct sbx_err *e)
+{
+	struct sb_call *a = (struct sb_call *)c;
+	int nextra = 0;
+	a->co.agent_dir = c->o->agent_dir;
+	a->co.agent = c->o->agent;
+	a->kind = "ns";
+	for (int i = 0; i < argc; i++) {
+		const char *s = argv[i];
+		if (strcmp(s, "--privileged") == 0) {
+			a->co.privileged = 1;
+			continue;
+		}
+		if (i + 1 >= argc)
+			return sbx_err_set(e, SBX_EUSAGE, 0, "create: %s needs a value", s);
+		int r = resource_arg(&a->co.resources, s, argv[i + 1], e);
+		if (r < 0)
+			return -1;
+		if (r > 0)
+			i++;
+		else if (strcmp(s, "--image") == 0)
+			a->co.image = argv[++i];
+		else if (strcmp(s, "--name") == 0)
+			a->co.name = argv[++i];
+		else if (strcmp(s, "--arch") == 0)
+			a->co.arch = argv[++i];
+		else if (strcmp(s, "--runner") == 0)
+			a->kind = argv[++i];
+		else if (strcmp(s, "--engine-arg") == 0 && nextra < 63)
+			a->extra[nextra++] = argv[++i];
+		else
+			return sbx_err_set(e, SBX_EUSAGE, 0, "create: unknown option %s", s);
 	}
-	if (sbx_sandbox_status(spec, &sb, &e) != 0)
-		return fail(o, &e, class_exit(e.cls));
-	print_ok(&sb);
+	a->extra[nextra] = NULL;
+	a->co.engine_args = a->extra;
+	if (a->co.image == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0,
+		                   "create needs --image DIR (podman/docker: NAME or .tar)");
+	if (a->co.privileged && strcmp(a->kind, "ns") != 0)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "--privileged is for the ns runner");
+	if (a->co.privileged)
+		fputs("sbx: warning: --privileged: root in this sandbox is root on the machine, "
+		      "with every capability and no seccomp filter\n",
+		      stderr);
+	return 0;
+}
+
+static int create_run(struct cli_call *c, struct sbx_err *e)
+{
+	struct sb_call *a = (struct sb_call *)c;
+	if (sbx_sandbox_create(a->kind, &a->co, a->spec, sizeof a->spec, e) != 0)
+		return -1;
+	return c->json ? sbx_sandbox_status(a->spec, &a->sb, e) : 0;
+}
+
+static void create_print(struct cli_call *c)
+{
+	struct sb_call *a = (struct sb_call *)c;
+	if (c->json)
+		json_fields(c->w, &a->sb);
+	else
+		cli_printf("%s\n", strncmp(a->spec, "ns:", 3) == 0 ? a->spec + 3 : a->spec);
+}
+
+/* ---- status, pause, resume: NAMEs ---- */
+
+static int names_argv(struct cli_call *c, int argc, char **argv, struct sbx_err *e)
+{
+	struct sb_call *a = (struct sb_call *)c;
+	int one = strcmp(c->cmd->name, "status") == 0;
+	if (one ? argc != 1 : argc < 1)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "%s takes %s", c->cmd->name,
+		                   one ? "one NAME" : "NAME...");
+	a->argc = argc;
+	a->argv = argv;
 	return 0;
 }
 
 /* Exit 0 when running, 1 (a false answer) when stopped or absent. */
-static int cmd_status(const struct opts *o, int argc, char **argv)
+static int status_run(struct cli_call *c, struct sbx_err *e)
 {
-	struct sbx_err e;
-	if (argc != 1) {
-		sbx_err_set(&e, SBX_EUSAGE, 0, "status takes one NAME");
-		return fail(o, &e, EX_USAGE);
-	}
+	struct sb_call *a = (struct sb_call *)c;
 	char buf[192];
-	struct sbx_sandbox sb;
-	if (sbx_sandbox_status(spec_of(argv[0], buf, sizeof buf), &sb, &e) != 0)
-		return fail(o, &e, class_exit(e.cls));
-	if (o->json)
-		print_ok(&sb);
+	if (sbx_sandbox_status(spec_of(a->argv[0], buf, sizeof buf), &a->sb, e) != 0)
+		return -1;
+	c->status = a->sb.running ? 0 : EX_FALSE;
+	return 0;
+}
+
+static void status_print(struct cli_call *c)
+{
+	struct sb_call *a = (struct sb_call *)c;
+	if (c->json)
+		json_fields(c->w, &a->sb);
 	else
-		text_status(&sb);
-	return sb.running ? 0 : EX_FALSE;
+		text_status(&a->sb);
 }
 
-/* rm NAME... | rm --all [--runner KIND] | rm --older-than DURATION [--runner KIND]: the last
- * two remove what `ls` lists (of every kind, or KIND), all of it or what was made longer ago
- * than DURATION (a sandbox whose age is unknown is kept). */
-static int list_kinds(const struct opts *o, const char *kind, struct sbx_sandbox **v, size_t *n,
-                      int *status);
-
-static int cmd_rm(const struct opts *o, int argc, char **argv)
+/* A failure of one of several (rm, pause, image prune): printed as it comes, the first's
+ * status is the exit, and nothing else is printed. */
+static void one_failed(struct cli_call *c, const struct sbx_err *e)
 {
-	struct sbx_err e;
-	int all = 0;
-	double older = -1;
-	const char *kind = NULL;
-	char **names = argv;
-	int nnames = argc;
-	if (argc >= 1 && (strcmp(argv[0], "--all") == 0 || strcmp(argv[0], "--older-than") == 0)) {
-		for (int i = 0; i < argc; i++) {
-			if (strcmp(argv[i], "--all") == 0) {
-				all = 1;
-			} else if (strcmp(argv[i], "--older-than") == 0 && i + 1 < argc &&
-			           (older = duration_s(argv[i + 1])) >= 0) {
-				i++;
-			} else if (strcmp(argv[i], "--runner") == 0 && i + 1 < argc) {
-				kind = argv[++i];
-			} else {
-				sbx_err_set(&e, SBX_EUSAGE, 0,
-				            "rm takes NAME..., or --all or --older-than DURATION "
-				            "(90s, 10m, 2h, 3d) with [--runner KIND]");
-				return fail(o, &e, EX_USAGE);
-			}
-		}
-		nnames = 0;
-	}
-	int status = 0;
-	struct sbx_sandbox *v = NULL;
-	size_t n = 0;
-	if (all || older >= 0) {
-		if (list_kinds(o, kind, &v, &n, &status) != 0)
-			return status;
-	} else if (argc < 1) {
-		sbx_err_set(&e, SBX_EUSAGE, 0, "rm takes NAME..., --all or --older-than DURATION");
-		return fail(o, &e, EX_USAGE);
-	}
-	char **done = calloc((size_t)nnames + n + 1, sizeof *done);
-	size_t ndone = 0;
-	if (done == NULL) {
-		free(v);
-		sbx_err_set(&e, SBX_EUSAGE, ENOMEM, "rm");
-		return fail(o, &e, EX_UNAVAILABLE);
-	}
-	for (int i = 0; i < nnames; i++) {
+	int s = fail(c->o, e, class_exit(e->cls));
+	if (c->status == 0)
+		c->status = s;
+	c->answered = 1;
+}
+
+/* Every NAME is tried (pause or resume). */
+static int pause_run(struct cli_call *c, struct sbx_err *e)
+{
+	struct sb_call *a = (struct sb_call *)c;
+	int pause = strcmp(c->cmd->name, "pause") == 0;
+	for (int i = 0; i < a->argc; i++) {
 		char buf[192];
-		if (sbx_sandbox_remove(spec_of(names[i], buf, sizeof buf), &e) != 0) {
-			int s = fail(o, &e, class_exit(e.cls));
-			if (status == 0)
-				status = s;
-		} else {
-			done[ndone++] = names[i];
-		}
-	}
-	for (size_t i = 0; i < n; i++) {
-		double age = age_s(&v[i]);
-		if (!all && (age < 0 || age < older))
-			continue;
-		if (sbx_sandbox_remove(v[i].spec, &e) != 0) {
-			int s = fail(o, &e, class_exit(e.cls));
-			if (status == 0)
-				status = s;
-		} else {
-			done[ndone++] = v[i].spec;
-			if (!o->json)
-				cli_printf("%s\n", shown(&v[i]));
-		}
-	}
-	if (status == 0 && o->json) {
-		struct sbx_jw w;
-		sbx_jw_init(&w);
-		sbx_jw_obj_begin(&w);
-		json_ok(&w);
-		sbx_jw_key(&w, "removed");
-		sbx_jw_arr_begin(&w);
-		for (size_t i = 0; i < ndone; i++)
-			sbx_jw_str(&w, done[i]);
-		sbx_jw_arr_end(&w);
-		sbx_jw_obj_end(&w);
-		print_json(&w);
-		sbx_jw_free(&w);
-	}
-	free(done);
-	free(v);
-	return status;
-}
-
-/* The sandboxes of kind, or of every kind that lists (a kind whose engine is not installed is
- * left out; one that fails is reported on stderr, *status EX_UNAVAILABLE, and the others still
- * listed). -1 only when nothing could be listed because of the caller (an unknown kind). */
-static int list_kinds(const struct opts *o, const char *kind, struct sbx_sandbox **v, size_t *n,
-                      int *status)
-{
-	struct sbx_err e;
-	*v = NULL;
-	*n = 0;
-	if (kind != NULL) {
-		if (sbx_sandbox_list(kind, v, n, &e) != 0) {
-			*status = fail(o, &e, class_exit(e.cls));
-			return -1;
-		}
-		return 0;
-	}
-	for (const struct sbx_runner_class *const *c = sbx_runner_classes; *c != NULL; c++) {
-		if ((*c)->list == NULL || !cli_kind_here((*c)->name))
-			continue;
-		struct sbx_sandbox *k;
-		size_t nk;
-		if (sbx_sandbox_list((*c)->name, &k, &nk, &e) != 0) {
-			cli_fprintf(stderr, "sbx: %s: %s\n", (*c)->name, e.msg);
-			*status = EX_UNAVAILABLE;
-			continue;
-		}
-		struct sbx_sandbox *all = realloc(*v, (*n + nk + 1) * sizeof *all);
-		if (all == NULL) {
-			free(k);
-			continue;
-		}
-		if (nk > 0)
-			memcpy(all + *n, k, nk * sizeof *k);
-		free(k);
-		*v = all;
-		*n += nk;
+		const char *spec = spec_of(a->argv[i], buf, sizeof buf);
+		if ((pause ? sbx_sandbox_pause(spec, e) : sbx_sandbox_resume(spec, e)) != 0)
+			one_failed(c, e);
 	}
 	return 0;
 }
 
-/* ls [--runner KIND]: the sandboxes sbx made, of every kind (or KIND). */
-static int cmd_ls(const struct opts *o, int argc, char **argv)
-{
-	struct sbx_err e;
-	const char *kind = NULL;
-	if (argc == 2 && strcmp(argv[0], "--runner") == 0) {
-		kind = argv[1];
-	} else if (argc != 0) {
-		sbx_err_set(&e, SBX_EUSAGE, 0, "ls takes [--runner KIND]");
-		return fail(o, &e, EX_USAGE);
-	}
-	struct sbx_sandbox *v;
-	size_t n;
-	int status = 0;
-	if (list_kinds(o, kind, &v, &n, &status) != 0)
-		return status;
-	struct sbx_jw w;
-	sbx_jw_init(&w);
-	sbx_jw_obj_begin(&w);
-	json_ok(&w);
-	sbx_jw_key(&w, "sandboxes");
-	sbx_jw_arr_begin(&w);
-	for (size_t i = 0; i < n; i++) {
-		if (o->json) {
-			sbx_jw_obj_begin(&w);
-			json_fields(&w, &v[i]);
-			sbx_jw_obj_end(&w);
-		} else {
-			text_status(&v[i]);
-		}
-	}
-	sbx_jw_arr_end(&w);
-	sbx_jw_obj_end(&w);
-	if (o->json)
-		print_json(&w);
-	sbx_jw_free(&w);
-	free(v);
-	return status;
-}
+/* ---- listing: every kind that lists and is installed here, or one ---- */
 
-/* pause NAME... / resume NAME... */
-static int cmd_pause(const struct opts *o, int pause, int argc, char **argv)
+/* The sandboxes of a->kind, or of every kind that lists (a kind whose engine is not installed
+ * is left out; one that fails is reported on stderr, the exit EX_UNAVAILABLE, and the others
+ * still listed). -1 and *e only when a->kind was named and could not be listed. */
+static int list_kinds(struct cli_call *c, struct sbx_err *e)
 {
-	struct sbx_err e;
-	if (argc < 1) {
-		sbx_err_set(&e, SBX_EUSAGE, 0, "%s takes NAME...", pause ? "pause" : "resume");
-		return fail(o, &e, EX_USAGE);
-	}
-	int status = 0;
-	for (int i = 0; i < argc; i++) {
-		char buf[192];
-		const char *spec = spec_of(argv[i], buf, sizeof buf);
-		int rc = pause ? sbx_sandbox_pause(spec, &e) : sbx_sandbox_resume(spec, &e);
-		if (rc != 0) {
-			int s = fail(o, &e, class_exit(e.cls));
-			if (status == 0)
-				status = s;
-		}
-	}
-	if (status == 0 && o->json) {
-		struct sbx_jw w;
-		sbx_jw_init(&w);
-		sbx_jw_obj_begin(&w);
-		json_ok(&w);
-		sbx_jw_obj_end(&w);
-		print_json(&w);
-		sbx_jw_free(&w);
-	}
-	return status;
-}
-
-int cli_sandbox(const struct opts *o0, int argc, char **argv)
-{
-	struct opts o = *o0;
-	struct sbx_err e;
-	int i = 0;
-	/* --json is taken here too: `sbx sandbox status --json NAME`. */
-	while (i < argc && strcmp(argv[i], "--json") == 0) {
-		o.json = 1;
-		i++;
-	}
-	if (i >= argc) {
-		sbx_err_set(&e, SBX_EUSAGE, 0,
-		            "sandbox needs create, status, rm, ls, pause or resume");
-		return fail(&o, &e, EX_USAGE);
-	}
-	const char *sub = argv[i++];
-	char *rest[256];
-	int n = 0;
-	for (; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0) {
-			o.json = 1;
+	struct sb_call *a = (struct sb_call *)c;
+	if (a->kind != NULL)
+		return sbx_sandbox_list(a->kind, &a->v, &a->n, e);
+	for (const struct sbx_runner_class *const *k = sbx_runner_classes; *k != NULL; k++) {
+		if ((*k)->list == NULL || !cli_kind_here((*k)->name))
+			continue;
+		struct sbx_sandbox *v;
+		size_t nv;
+		if (sbx_sandbox_list((*k)->name, &v, &nv, e) != 0) {
+			cli_fprintf(stderr, "sbx: %s: %s\n", (*k)->name, e->msg);
+			c->status = EX_UNAVAILABLE;
 			continue;
 		}
-		if (n >= 255) {
-			sbx_err_set(&e, SBX_EUSAGE, 0, "too many arguments");
-			return fail(&o, &e, EX_USAGE);
+		struct sbx_sandbox *all = realloc(a->v, (a->n + nv + 1) * sizeof *all);
+		if (all == NULL) {
+			free(v);
+			return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "ls");
 		}
-		rest[n++] = argv[i];
+		if (nv > 0)
+			memcpy(all + a->n, v, nv * sizeof *v);
+		free(v);
+		a->v = all;
+		a->n += nv;
 	}
-	rest[n] = NULL;
-	if (strcmp(sub, "create") == 0)
-		return cmd_create(&o, n, rest);
-	if (strcmp(sub, "status") == 0)
-		return cmd_status(&o, n, rest);
-	if (strcmp(sub, "rm") == 0)
-		return cmd_rm(&o, n, rest);
-	if (strcmp(sub, "ls") == 0)
-		return cmd_ls(&o, n, rest);
-	if (strcmp(sub, "pause") == 0 || strcmp(sub, "resume") == 0)
-		return cmd_pause(&o, sub[0] == 'p', n, rest);
-	sbx_err_set(&e, SBX_EUSAGE, 0,
-	            "unknown sandbox command '%s' (create, status, rm, ls, pause, resume)", sub);
-	return fail(&o, &e, EX_USAGE);
+	return 0;
 }
+
+/* ---- rm NAME... | rm --all | --older-than DURATION [--runner KIND] ---- */
+
+/* The last two remove what `ls` lists (of every kind, or KIND): all of it, or what was made
+ * longer ago than DURATION (a sandbox whose age is unknown is kept). */
+static int rm_argv(struct cli_call *c, int argc, char **argv, struct sbx_err *e)
+{
+	struct sb_call *a = (struct sb_call *)c;
+	a->older = -1;
+	if (argc >= 1 && strcmp(argv[0], "--all") != 0 && strcmp(argv[0], "--older-than") != 0) {
+		a->argc = argc;
+		a->argv = argv;
+		return 0;
+	}
+	int bad = 0;
+	for (int i = 0; i < argc && !bad; i++) {
+		if (strcmp(argv[i], "--all") == 0)
+			a->all = 1;
+		else if (strcmp(argv[i], "--older-than") == 0 && i + 1 < argc &&
+		         (a->older = duration_s(argv[i + 1])) >= 0)
+			i++;
+		else if (strcmp(argv[i], "--runner") == 0 && i + 1 < argc)
+			a->kind = argv[++i];
+		else
+			bad = 1;
+	}
+	if (bad || (!a->all && a->older < 0))
+		return sbx_err_set(e, SBX_EUSAGE, 0,
+		                   "rm takes NAME..., or --all or --older-than DURATION (90s, "
+		                   "10m, 2h, 3d) with [--runner KIND]");
+	return 0;
+}
+
+/* Every one is tried. */
+static int rm_run(struct cli_call *c, struct sbx_err *e)
+{
+	struct sb_call *a = (struct sb_call *)c;
+	if ((a->all || a->older >= 0) && list_kinds(c, e) != 0)
+		return -1;
+	if ((a->done = calloc((size_t)a->argc + a->n + 1, sizeof *a->done)) == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "rm");
+	for (int i = 0; i < a->argc; i++) {
+		char buf[192];
+		if (sbx_sandbox_remove(spec_of(a->argv[i], buf, sizeof buf), e) != 0)
+			one_failed(c, e);
+		else
+			a->done[a->ndone++] = a->argv[i];
+	}
+	for (size_t i = 0; i < a->n; i++) {
+		double age = age_s(&a->v[i]);
+		if (!a->all && (age < 0 || age < a->older))
+			continue;
+		if (sbx_sandbox_remove(a->v[i].spec, e) != 0)
+			one_failed(c, e);
+		else
+			a->done[a->ndone++] = a->v[i].spec;
+	}
+	return 0;
+}
+
+/* JSON: every one removed; text: those of --all / --older-than, which the caller did not
+ * name. */
+static void rm_print(struct cli_call *c)
+{
+	struct sb_call *a = (struct sb_call *)c;
+	if (c->json)
+		sbx_jw_karr_begin(c->w, "removed");
+	for (size_t i = 0; i < a->ndone; i++) {
+		if (c->json)
+			sbx_jw_str(c->w, a->done[i]);
+		else if (a->argc == 0)
+			cli_printf("%s\n", strncmp(a->done[i], "ns:", 3) == 0 ? a->done[i] + 3
+			                                                      : a->done[i]);
+	}
+	if (c->json)
+		sbx_jw_arr_end(c->w);
+}
+
+/* ---- ls [--runner KIND]: the sandboxes sbx made, of every kind (or KIND) ---- */
+
+static int ls_argv(struct cli_call *c, int argc, char **argv, struct sbx_err *e)
+{
+	struct sb_call *a = (struct sb_call *)c;
+	if (argc == 2 && strcmp(argv[0], "--runner") == 0)
+		a->kind = argv[1];
+	else if (argc != 0)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "ls takes [--runner KIND]");
+	return 0;
+}
+
+static void ls_print(struct cli_call *c)
+{
+	struct sb_call *a = (struct sb_call *)c;
+	if (c->json)
+		sbx_jw_karr_begin(c->w, "sandboxes");
+	for (size_t i = 0; i < a->n; i++) {
+		if (c->json) {
+			sbx_jw_obj_begin(c->w);
+			json_fields(c->w, &a->v[i]);
+			sbx_jw_obj_end(c->w);
+		} else {
+			text_status(&a->v[i]);
+		}
+	}
+	if (c->json)
+		sbx_jw_arr_end(c->w);
+}
+
+/* ---- the rows ---- */
+
+#define SB_ROW(NAME) .name = NAME, .need = CLI_NONE, .size = sizeof(struct sb_call), .done = sb_done
+
+static const struct cli_cmd sb_create = {
+        SB_ROW("create"),
+        .parse_argv = create_argv,
+        .run = create_run,
+        .print = create_print,
+        .synopsis = "[--runner KIND] --image DIR|IMAGE|FILE.tar|busybox|debian|noshell "
+                    "[--name NAME] [--arch ARCH] [--engine-arg WORD]... [--cpu N] "
+                    "[--memory-mib N] [--pids N] [--disk-gib N] [--privileged]",
+        .summary = "a new sandbox; prints its name (KIND:NAME but for ns)",
+        .details = "ns (the default): a namespace sandbox from an image folder (root; state in "
+                   "$SBX_NS_DIR, default /run/sbx/ns). podman, docker: a container from an "
+                   "image name or an image archive; --engine-arg goes to the engine. "
+                   "--image busybox, debian or noshell is the bundled image "
+                   "build/images/NAME-ARCH of the sandbox's architecture, on every kind. "
+                   "Limits, on every kind that makes sandboxes: --cpu (a quota in CPUs, "
+                   "fractional), --memory-mib, --pids (the process limit), --disk-gib (the "
+                   "writable layer; refused where the runner cannot bound it). "
+                   "--privileged (ns only): no boundary, root in it is root on the machine "
+                   "with every capability (docs/runners.md, \"The boundary\").",
+};
+
+static const struct cli_cmd sb_status = {
+        SB_ROW("status"),
+        .parse_argv = names_argv,
+        .run = status_run,
+        .print = status_print,
+        .synopsis = "NAME",
+        .summary = "state, pid, arch, image, age, resources; exit 0 running, 1 stopped or "
+                   "absent",
+        .details = "NAME is an ns sandbox's name, or a spec (podman:NAME, docker:NAME).",
+};
+
+static const struct cli_cmd sb_rm = {
+        SB_ROW("rm"),
+        .parse_argv = rm_argv,
+        .run = rm_run,
+        .print = rm_print,
+        .synopsis = "NAME... | --all | --older-than DURATION [--runner KIND]",
+        .summary = "remove sandboxes (an absent one is no error)",
+        .details = "--all removes every sandbox `ls` lists (of KIND with --runner), "
+                   "--older-than those made longer ago than DURATION (90s, 10m, 2h, 3d; one "
+                   "whose age is unknown is kept); both print what they removed.",
+};
+
+static const struct cli_cmd sb_ls = {
+        SB_ROW("ls"),
+        .parse_argv = ls_argv,
+        .run = list_kinds,
+        .print = ls_print,
+        .synopsis = "[--runner KIND]",
+        .summary = "the sandboxes sbx made, of every kind (or KIND)",
+        .details = "Every kind that makes sandboxes and is installed here (an engine whose "
+                   "program is on $PATH); one that cannot be listed is named on stderr, the "
+                   "others are listed, and the exit is 3.",
+};
+
+static const struct cli_cmd sb_pause = {
+        SB_ROW("pause"),
+        .parse_argv = names_argv,
+        .run = pause_run,
+        .synopsis = "NAME...",
+        .summary = "freeze every process of the sandboxes (a session is refused meanwhile)",
+};
+
+static const struct cli_cmd sb_resume = {
+        SB_ROW("resume"),      .parse_argv = names_argv,           .run = pause_run,
+        .synopsis = "NAME...", .summary = "thaw paused sandboxes",
+};
+
+static const struct cli_cmd *const sb_cmds[] = {&sb_create, &sb_status, &sb_rm, &sb_ls,
+                                                &sb_pause,  &sb_resume, NULL};
+
+const struct cli_cmd cli_sandbox = {
+        .name = "sandbox",
+        .need = CLI_NONE,
+        .sub = sb_cmds,
+        .synopsis = "create|status|rm|ls|pause|resume ...",
+        .summary = "make, inspect, list, pause and remove sandboxes (no session)",
+        .details = "--json may come anywhere after sandbox.",
+};
 
 /* ---- sbx image ls | prune [--runner KIND] ---- */
 
-static void image_json(struct sbx_jw *w, const struct sbx_image *im)
+static int image_argv(struct cli_call *c, int argc, char **argv, struct sbx_err *e)
 {
-	sbx_jw_kstr(w, "kind", im->kind);
-	sbx_jw_kstr(w, "ref", im->ref);
-	sbx_jw_key(w, "tags");
-	sbx_jw_arr_begin(w);
-	for (int t = 0; t < im->ntags; t++)
-		sbx_jw_str(w, im->tags[t]);
-	sbx_jw_arr_end(w);
-	sbx_jw_kstr(w, "id", im->id);
-	sbx_jw_kstr(w, "tarball_sha256", im->tarball);
-	if (im->created_ns > 0)
-		sbx_jw_kdouble(w, "created", (double)im->created_ns / 1e9);
-	sbx_jw_kint(w, "size", im->size);
-	sbx_jw_kint(w, "containers", im->containers);
-}
-
-/* The images of kind, or of every kind that keeps them and is installed here. */
-static int images_of(const struct opts *o, const char *kind, struct sbx_image **v, size_t *n,
-                     int *status)
-{
-	struct sbx_err e;
-	*v = NULL;
-	*n = 0;
-	for (const struct sbx_runner_class *const *c = sbx_runner_classes; *c != NULL; c++) {
-		if ((*c)->images == NULL || (kind != NULL && strcmp(kind, (*c)->name) != 0) ||
-		    (kind == NULL && !cli_kind_here((*c)->name)))
-			continue;
-		struct sbx_image *k;
-		size_t nk;
-		if (sbx_image_list((*c)->name, &k, &nk, &e) != 0) {
-			if (kind != NULL) {
-				*status = fail(o, &e, class_exit(e.cls));
-				return -1;
-			}
-			cli_fprintf(stderr, "sbx: %s: %s\n", (*c)->name, e.msg);
-			*status = EX_UNAVAILABLE;
-			continue;
-		}
-		struct sbx_image *all = realloc(*v, (*n + nk + 1) * sizeof *all);
-		if (all == NULL) {
-			free(k);
-			continue;
-		}
-		if (nk > 0)
-			memcpy(all + *n, k, nk * sizeof *k);
-		free(k);
-		*v = all;
-		*n += nk;
-	}
-	if (kind != NULL && *v == NULL) {
-		const char *arg;
-		if (sbx_runner_class_of(kind, &arg, &e) == NULL) {
-			*status = fail(o, &e, EX_USAGE);
-			return -1;
-		}
-	}
+	struct sb_call *a = (struct sb_call *)c;
+	if (argc == 2 && strcmp(argv[0], "--runner") == 0)
+		a->kind = argv[1];
+	else if (argc != 0)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "image %s takes [--runner KIND]",
+		                   c->cmd->name);
 	return 0;
 }
 
-/* ls lists them; prune removes those no container was made from (the engine refuses one in
- * use: never forced). */
-int cli_image(const struct opts *o0, int argc, char **argv)
+/* The images of a->kind, or of every kind that keeps them and is installed here (one that
+ * fails: as list_kinds). Then prune removes those no container was made from, and keeps in
+ * a->im only what it removed. */
+static int image_run(struct cli_call *c, struct sbx_err *e)
 {
-	struct opts o = *o0;
-	struct sbx_err e;
-	const char *sub = NULL, *kind = NULL;
-	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			o.json = 1;
-		else if (strcmp(argv[i], "--runner") == 0 && i + 1 < argc)
-			kind = argv[++i];
-		else if (sub == NULL &&
-		         (strcmp(argv[i], "ls") == 0 || strcmp(argv[i], "prune") == 0))
-			sub = argv[i];
-		else
-			sub = "";
-	}
-	if (sub == NULL || sub[0] == '\0') {
-		sbx_err_set(&e, SBX_EUSAGE, 0, "image takes ls or prune, and [--runner KIND]");
-		return fail(&o, &e, EX_USAGE);
-	}
-	int prune = sub[0] == 'p', status = 0;
-	struct sbx_image *v;
-	size_t n;
-	if (images_of(&o, kind, &v, &n, &status) != 0)
-		return status;
-	struct sbx_jw w;
-	sbx_jw_init(&w);
-	sbx_jw_obj_begin(&w);
-	json_ok(&w);
-	sbx_jw_key(&w, prune ? "removed" : "images");
-	sbx_jw_arr_begin(&w);
-	for (size_t i = 0; i < n; i++) {
-		const struct sbx_image *im = &v[i];
-		if (prune && im->containers > 0)
+	struct sb_call *a = (struct sb_call *)c;
+	for (const struct sbx_runner_class *const *k = sbx_runner_classes; *k != NULL; k++) {
+		if ((*k)->images == NULL || (a->kind != NULL && strcmp(a->kind, (*k)->name) != 0) ||
+		    (a->kind == NULL && !cli_kind_here((*k)->name)))
 			continue;
-		if (prune && sbx_image_remove(im, &e) != 0) {
-			int s = fail(&o, &e, class_exit(e.cls));
-			if (status == 0)
-				status = s;
+		struct sbx_image *v;
+		size_t nv;
+		if (sbx_image_list((*k)->name, &v, &nv, e) != 0) {
+			if (a->kind != NULL)
+				return -1;
+			cli_fprintf(stderr, "sbx: %s: %s\n", (*k)->name, e->msg);
+			c->status = EX_UNAVAILABLE;
 			continue;
 		}
-		if (o.json) {
-			sbx_jw_obj_begin(&w);
-			image_json(&w, im);
-			sbx_jw_obj_end(&w);
-		} else {
+		struct sbx_image *all = realloc(a->im, (a->nim + nv + 1) * sizeof *all);
+		if (all == NULL) {
+			free(v);
+			return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "images");
+		}
+		if (nv > 0)
+			memcpy(all + a->nim, v, nv * sizeof *v);
+		free(v);
+		a->im = all;
+		a->nim += nv;
+	}
+	if (a->kind != NULL && a->im == NULL) {
+		const char *arg;
+		if (sbx_runner_class_of(a->kind, &arg, e) == NULL)
+			return -1;
+	}
+	if (strcmp(c->cmd->name, "prune") != 0)
+		return 0;
+	size_t kept = 0;
+	for (size_t i = 0; i < a->nim; i++) {
+		if (a->im[i].containers > 0)
+			continue;
+		if (sbx_image_remove(&a->im[i], e) != 0)
+			one_failed(c, e);
+		else
+			a->im[kept++] = a->im[i];
+	}
+	a->nim = kept;
+	return 0;
+}
+
+static void image_print(struct cli_call *c)
+{
+	struct sb_call *a = (struct sb_call *)c;
+	if (c->json)
+		sbx_jw_karr_begin(c->w, strcmp(c->cmd->name, "prune") == 0 ? "removed" : "images");
+	for (size_t i = 0; i < a->nim; i++) {
+		const struct sbx_image *im = &a->im[i];
+		if (!c->json) {
 			cli_printf("%s:%s id %.12s size %lld containers %d\n", im->kind, im->ref,
 			           im->id, (long long)im->size, im->containers);
+			continue;
 		}
+		sbx_jw_obj_begin(c->w);
+		sbx_jw_kstr(c->w, "kind", im->kind);
+		sbx_jw_kstr(c->w, "ref", im->ref);
+		sbx_jw_karr_begin(c->w, "tags");
+		for (int t = 0; t < im->ntags; t++)
+			sbx_jw_str(c->w, im->tags[t]);
+		sbx_jw_arr_end(c->w);
+		sbx_jw_kstr(c->w, "id", im->id);
+		sbx_jw_kstr(c->w, "tarball_sha256", im->tarball);
+		if (im->created_ns > 0)
+			sbx_jw_kdouble(c->w, "created", (double)im->created_ns / 1e9);
+		sbx_jw_kint(c->w, "size", im->size);
+		sbx_jw_kint(c->w, "containers", im->containers);
+		sbx_jw_obj_end(c->w);
 	}
-	sbx_jw_arr_end(&w);
-	sbx_jw_obj_end(&w);
-	if (o.json)
-		print_json(&w);
-	sbx_jw_free(&w);
-	free(v);
-	return status;
+	if (c->json)
+		sbx_jw_arr_end(c->w);
 }
+
+static const struct cli_cmd im_ls = {
+        SB_ROW("ls"),
+        .parse_argv = image_argv,
+        .run = image_run,
+        .print = image_print,
+        .synopsis = "[--runner KIND]",
+        .summary = "the sbx-BASE:SHA images sbx imported, of every engine (or KIND)",
+};
+
+static const struct cli_cmd im_prune = {
+        SB_ROW("prune"),
+        .parse_argv = image_argv,
+        .run = image_run,
+        .print = image_print,
+        .synopsis = "[--runner KIND]",
+        .summary = "remove those no container was made from; prints them",
+        .details = "Never forced: the engine refuses an image a container still uses.",
+};
+
+static const struct cli_cmd *const im_cmds[] = {&im_ls, &im_prune, NULL};
+
+const struct cli_cmd cli_image = {
+        .name = "image",
+        .need = CLI_NONE,
+        .sub = im_cmds,
+        .synopsis = "ls|prune ...",
+        .summary = "the images sbx imported for podman and docker (no session)",
+        .details = "--json may come anywhere after image.",
+};

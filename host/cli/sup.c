@@ -1,7 +1,8 @@
 /* sbx run / stop / expire / attach / output / receipt / rearm / close: the harness
- * supervision commands, and their JSON-lines forms. The receipt key lives in a host-side key
- * file (0600), created at the first run of a run folder, so a later `sbx receipt` from
- * another process can verify what the supervisor signed. */
+ * supervision commands, one row each, from argv or from JSON lines. The receipt key lives in
+ * a host-side key file (0600), created at the first run of a run folder, so a later `sbx
+ * receipt` from another process can verify what the supervisor signed; a JSON-lines client
+ * keeps it itself (run answers "key", the others take it as "key"). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,106 +16,79 @@
 #include "hex.h"
 
 #define KEY_LEN SBX_RUN_KEY_LEN
+#define OUTPUT_PIECE (256 * 1024)
+#define OUTPUT_MAX_BYTES (1LL << 30)   /* --max-bytes default */
+#define OUTPUT_WAIT 600.0              /* s: a read without --follow gives up after this */
+#define JSON_OUTPUT_PIECE (512 * 1024) /* the most one JSON output answers */
+#define STOP_WAIT 30.0                 /* s: stop and expire from argv wait this for the receipt */
 
-static const char *const sup_cmds[] = {"run",     "stop",  "expire", "attach", "output",
-                                       "receipt", "rearm", "close",  NULL};
+struct sup_call {
+	struct cli_call c;
+	const char *run_dir, *key_file, *reason;
+	struct cmd_opts co; /* run: user cwd env env_clear timeout */
+	double grace, wait;
+	int64_t log_max, from, max_bytes;
+	int detach, follow;
+	char *const *argv;  /* run: the harness */
+	const char **jargv; /* the same from JSON */
+	uint8_t key[64];
+	size_t key_len; /* 0: no key (receipts are then not verified) */
+	char kp[4096];  /* argv: the key file */
+	/* results */
+	int64_t pid;
+	struct sbx_run_status st;
+	int placed;
+	struct sbx_receipt r;
+	int have_receipt;
+	char *data; /* output as JSON: one piece */
+	size_t len;
+	int64_t size;
+};
 
-int cli_sup_known(const char *cmd)
+static int is(const struct cli_call *c, const char *name)
 {
-	for (const char *const *c = sup_cmds; *c != NULL; c++)
-		if (strcmp(*c, cmd) == 0)
-			return 1;
-	return 0;
+	return strcmp(c->cmd->name, name) == 0;
+}
+
+static void sup_init(struct sup_call *a)
+{
+	a->grace = -1;
+	a->wait = -1;
+	a->max_bytes = OUTPUT_MAX_BYTES;
+	a->placed = 1;
+}
+
+static void sup_done(struct cli_call *c)
+{
+	struct sup_call *a = (struct sup_call *)c;
+	cmd_opts_free(&a->co);
+	free(a->jargv);
+	free(a->data);
+	if (a->have_receipt)
+		sbx_receipt_free(&a->r);
 }
 
 /* The run key's file: --key-file, or the key store's for this channel and folder. */
-static int key_path(const struct opts *o, const char *run_dir, const char *given, char *out,
-                    size_t cap, struct sbx_err *e)
+static int key_path(struct sup_call *a, struct sbx_err *e)
 {
-	if (given != NULL) {
-		snprintf(out, cap, "%s", given);
+	const struct opts *o = a->c.o;
+	if (a->key_file != NULL) {
+		snprintf(a->kp, sizeof a->kp, "%s", a->key_file);
 		return 0;
 	}
 	return sbx_runkey_path(o->via      ? o->via
 	                       : o->runner ? o->runner
 	                                   : "local",
-	                       run_dir, out, cap, e);
+	                       a->run_dir, a->kp, sizeof a->kp, e);
 }
 
-/* Prints a receipt: under --json {"ok":true,"verified":...,"receipt":"its exact bytes"} (as
- * the JSON-lines op answers), else the line escaped for the terminal (an honest receipt holds no
- * control byte, so it prints exactly). Says so on stderr when the signature does not verify;
- * returns 1 when it does. */
-static int print_receipt(const struct opts *o, const struct sbx_receipt *r)
+/* ---- parse ---- */
+
+static int sup_argv(struct cli_call *c, int argc, char **argv, struct sbx_err *e)
 {
-	size_t n = r->len;
-	if (n > 0 && r->json[n - 1] == '\n')
-		n--;
-	if (o->json) {
-		struct sbx_jw w;
-		sbx_jw_init(&w);
-		sbx_jw_obj_begin(&w);
-		json_ok(&w);
-		sbx_jw_kbool(&w, "verified", r->verified);
-		sbx_jw_kstrn(&w, "receipt", r->json, r->len);
-		sbx_jw_obj_end(&w);
-		print_json(&w);
-		sbx_jw_free(&w);
-	} else {
-		cli_write_esc(stdout, r->json, n, 0);
-		fputc('\n', stdout);
-		fflush(stdout);
-	}
-	if (!r->verified) {
-		cli_fprintf(stderr,
-		            "sbx: the receipt's signature does NOT verify: do not trust it\n");
-		return 0;
-	}
-	return 1;
-}
-
-/* A JSON line on stdout whatever the mode (run --detach, attach): "ok" and the fields. */
-static void print_fields(const char *run_dir, const struct sbx_run_status *st, int64_t pid)
-{
-	struct sbx_jw w;
-	sbx_jw_init(&w);
-	sbx_jw_obj_begin(&w);
-	json_ok(&w);
-	sbx_jw_kstr(&w, "run_dir", run_dir);
-	if (st == NULL) {
-		sbx_jw_kint(&w, "supervisor_pid", pid);
-	} else {
-		sbx_jw_kstr(&w, "state", st->state);
-		sbx_jw_kbool(&w, "supervisor_alive", st->alive);
-		sbx_jw_kbool(&w, "has_receipt", st->has_receipt);
-		sbx_jw_kint(&w, "activation", st->activation);
-		sbx_jw_kint(&w, "log_bytes", st->log_size);
-	}
-	sbx_jw_obj_end(&w);
-	print_json(&w);
-	sbx_jw_free(&w);
-}
-
-#define OUTPUT_PIECE (256 * 1024)
-#define OUTPUT_MAX_BYTES (1LL << 30)   /* --max-bytes default */
-#define OUTPUT_WAIT 600.0              /* s: a read without --follow gives up after this */
-#define JSON_OUTPUT_PIECE (512 * 1024) /* the most one JSON output op answers */
-
-struct sup_args {
-	const char *run_dir, *key_file, *reason;
-	struct cmd_opts c; /* run: user cwd env env_clear timeout */
-	double grace, wait;
-	int64_t log_max, from, max_bytes;
-	int detach, follow;
-	int first; /* index of the first operand (the harness argv for run) */
-};
-
-static int parse(int argc, char **argv, struct sup_args *a, int want_argv, struct sbx_err *e)
-{
-	memset(a, 0, sizeof *a);
-	a->grace = -1;
-	a->wait = -1;
-	a->max_bytes = OUTPUT_MAX_BYTES;
+	struct sup_call *a = (struct sup_call *)c;
+	int want_argv = is(c, "run");
+	sup_init(a);
 	int i = 0;
 	for (; i < argc; i++) {
 		const char *s = argv[i];
@@ -132,7 +106,7 @@ static int parse(int argc, char **argv, struct sup_args *a, int want_argv, struc
 			a->follow = 1;
 			continue;
 		}
-		int r = cmd_opt_arg(&a->c, argc, argv, &i, e);
+		int r = cmd_opt_arg(&a->co, argc, argv, &i, e);
 		if (r < 0)
 			return -1;
 		if (r > 0)
@@ -162,7 +136,6 @@ static int parse(int argc, char **argv, struct sup_args *a, int want_argv, struc
 		if (end != NULL && (*end != '\0' || end == v))
 			return sbx_err_set(e, SBX_EUSAGE, 0, "bad number for %s: %s", s, v);
 	}
-	a->first = i;
 	if (a->run_dir == NULL)
 		return sbx_err_set(e, SBX_EUSAGE, 0, "--run-dir DIR is required");
 	if (a->from < 0 || a->max_bytes < 0)
@@ -171,69 +144,248 @@ static int parse(int argc, char **argv, struct sup_args *a, int want_argv, struc
 		return sbx_err_set(e, SBX_EUSAGE, 0, "run needs -- ARGV...");
 	if (!want_argv && i < argc)
 		return sbx_err_set(e, SBX_EUSAGE, 0, "unexpected operand %s", argv[i]);
+	a->argv = argv + i;
+	if (is(c, "stop") || is(c, "expire")) {
+		if (a->wait < 0)
+			a->wait = STOP_WAIT;
+	}
+	if (is(c, "stop") || is(c, "expire") || is(c, "receipt")) {
+		/* No key file: the receipt is shown, not verified (receipt says so). */
+		struct sbx_err ke;
+		if (key_path(a, &ke) == 0 && sbx_runkey_load(a->kp, a->key, &ke) == 0)
+			a->key_len = KEY_LEN;
+	}
+	/* run --detach and attach answer a JSON line whatever the mode. */
+	if ((is(c, "run") && a->detach) || is(c, "attach"))
+		c->json = 1;
 	return 0;
 }
+
+static int sup_json(struct cli_call *c, const struct sbx_json *req, struct sbx_err *e)
+{
+	struct sup_call *a = (struct sup_call *)c;
+	const struct sbx_json *x;
+	sup_init(a);
+	a->wait = 0;
+	if ((a->run_dir = jstr(req, "run_dir")) == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "%s needs \"run_dir\"", c->op);
+	/* Key: given as hex in the request ("key"), or none (then receipts are not verified). */
+	size_t kl;
+	const struct sbx_json *kj = sbx_json_get(req, "key");
+	const char *khex = kj ? sbx_json_str(kj, &kl) : NULL;
+	if (kj != NULL) {
+		ssize_t n = khex != NULL ? sbx_unhex(khex, kl, a->key, sizeof a->key) : -1;
+		if (n < 0)
+			return sbx_err_set(e, SBX_EUSAGE, 0, "key is up to 64 bytes of hex");
+		a->key_len = (size_t)n;
+	}
+	a->reason = jstr(req, "reason");
+	if (jdouble(req, "wait", &a->wait, e) != 0)
+		return -1;
+	if ((x = sbx_json_get(req, "from")) != NULL &&
+	    (sbx_json_int(x, &a->from) != 0 || a->from < 0))
+		return sbx_err_set(e, SBX_EUSAGE, 0, "from is a byte offset");
+	if (!is(c, "run"))
+		return 0;
+	size_t n;
+	if ((a->jargv = jstrs(sbx_json_get(req, "argv"), &n, e)) == NULL || n == 0)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "run needs \"argv\": an array of strings");
+	a->argv = (char *const *)a->jargv;
+	if (cmd_opts_json(&a->co, req, e) != 0)
+		return -1;
+	if (jdouble(req, "grace", &a->grace, e) != 0)
+		return -1;
+	if ((x = sbx_json_get(req, "log_max")) != NULL &&
+	    (sbx_json_int(x, &a->log_max) != 0 || a->log_max < 0))
+		return sbx_err_set(e, SBX_EUSAGE, 0, "log_max is a number of bytes");
+	if (a->key_len != 0)
+		return sbx_err_set(
+		        e, SBX_EUSAGE, 0,
+		        "run takes no \"key\": it answers with the run's key, derived in "
+		        "the sandbox's keeper");
+	a->detach = 1; /* a request never waits for the harness */
+	return 0;
+}
+
+/* ---- run ---- */
 
 static int status_of(const struct sbx_receipt *r)
 {
 	return r->status & 0xff;
 }
 
-/* The run's options, from argv or JSON, as the library takes them. */
-static void run_opts_from(struct sbx_run_opts *ro, const char *run_dir, char *const *argv,
-                          const struct cmd_opts *c, double grace, int64_t log_max)
+static int run_run(struct cli_call *c, struct sbx_err *e)
 {
-	sbx_run_opts_init(ro);
-	ro->run_dir = run_dir;
-	ro->argv = argv;
-	ro->env = c->env;
-	ro->env_clear = c->env_clear;
-	ro->cwd = c->cwd;
-	ro->user = c->user;
-	ro->timeout_s = c->timeout;
-	ro->grace_s = grace;
-	ro->log_max = log_max;
-}
-
-static int cmd_run(const struct opts *o, struct sbx_session *s, struct sup_args *a, char **argv,
-                   struct sbx_err *e)
-{
-	char kp[4096];
-	uint8_t key[KEY_LEN];
-	if (key_path(o, a->run_dir, a->key_file, kp, sizeof kp, e) != 0)
-		return fail(o, e, EX_USAGE);
-	/* A new run gets a new key (sbx_run_start derives it): the old file goes first. */
-	unlink(kp);
+	struct sup_call *a = (struct sup_call *)c;
 	struct sbx_run_opts ro;
-	run_opts_from(&ro, a->run_dir, argv, &a->c, a->grace, a->log_max);
-	int64_t pid;
-	if (sbx_run_start(s, &ro, &pid, key, e) != 0)
-		return fail(o, e, EX_EXEC_SBX);
-	if (sbx_runkey_save(kp, key, e) != 0)
-		return fail(o, e, EX_USAGE);
-	if (a->detach) {
-		print_fields(a->run_dir, NULL, pid);
-		return 0;
+	sbx_run_opts_init(&ro);
+	ro.run_dir = a->run_dir;
+	ro.argv = a->argv;
+	ro.env = a->co.env;
+	ro.env_clear = a->co.env_clear;
+	ro.cwd = a->co.cwd;
+	ro.user = a->co.user;
+	ro.timeout_s = a->co.timeout;
+	ro.grace_s = a->grace;
+	ro.log_max = a->log_max;
+	if (!c->lines) {
+		c->fail_status = EX_USAGE;
+		if (key_path(a, e) != 0)
+			return -1;
+		/* A new run gets a new key (sbx_run_start derives it): the old file goes first. */
+		unlink(a->kp);
 	}
-	struct sbx_receipt r;
+	c->fail_status = 0;
+	if (sbx_run_start(c->s, &ro, &a->pid, a->key, e) != 0)
+		return -1;
+	a->key_len = KEY_LEN;
+	c->fail_status = EX_USAGE;
+	if (!c->lines && sbx_runkey_save(a->kp, a->key, e) != 0)
+		return -1;
+	c->fail_status = 0;
+	if (a->detach)
+		return 0;
 	/* The receipt comes at the deadline plus the grace plus kill rounds at the latest. */
-	double t = a->c.timeout;
+	double t = a->co.timeout;
 	double limit = t > 0 ? t + (a->grace >= 0 ? a->grace : 5) + 30 : 0;
-	if (sbx_run_wait(s, a->run_dir, key, KEY_LEN, limit, &r, e) != 0)
-		return fail(o, e, EX_EXEC_SBX);
-	int ok = print_receipt(o, &r);
-	int st = ok ? status_of(&r) : EX_EXEC_SBX;
-	sbx_receipt_free(&r);
-	return st;
+	if (sbx_run_wait(c->s, a->run_dir, a->key, KEY_LEN, limit, &a->r, e) != 0)
+		return -1;
+	a->have_receipt = 1;
+	c->status = a->r.verified ? status_of(&a->r) : EX_EXEC_SBX;
+	return 0;
 }
 
-/* sbx output: the log from --from. Without --follow it reads what the log held at the first
+/* A receipt: under JSON "verified" and "receipt" (its exact bytes), else the line escaped for
+ * the terminal (an honest receipt holds no control byte, so it prints exactly). Says so on
+ * stderr when the signature does not verify. */
+static void receipt_print(struct cli_call *c, const struct sbx_receipt *r)
+{
+	size_t n = r->len;
+	if (n > 0 && r->json[n - 1] == '\n')
+		n--;
+	if (c->json) {
+		sbx_jw_kbool(c->w, "verified", r->verified);
+		sbx_jw_kstrn(c->w, "receipt", r->json, r->len);
+	} else {
+		cli_write_esc(stdout, r->json, n, 0);
+		fputc('\n', stdout);
+		fflush(stdout);
+	}
+	if (!r->verified && !c->lines)
+		cli_fprintf(stderr,
+		            "sbx: the receipt's signature does NOT verify: do not trust it\n");
+}
+
+static void run_print(struct cli_call *c)
+{
+	struct sup_call *a = (struct sup_call *)c;
+	if (!a->detach) {
+		receipt_print(c, &a->r);
+		return;
+	}
+	sbx_jw_kint(c->w, "supervisor_pid", a->pid);
+	sbx_jw_kstr(c->w, "run_dir", a->run_dir);
+	if (c->lines) {
+		/* The argv form keeps the key in its key file; a JSON-lines client is given it. */
+		char khex[2 * KEY_LEN + 1];
+		sbx_hex(a->key, KEY_LEN, khex);
+		sbx_jw_kstr(c->w, "key", khex);
+	}
+}
+
+/* ---- stop, expire, receipt: a receipt, verified with the key when there is one ---- */
+
+static int stop_run(struct cli_call *c, struct sbx_err *e)
+{
+	struct sup_call *a = (struct sup_call *)c;
+	int rc = is(c, "stop") ? sbx_run_stop(c->s, a->run_dir, e)
+	                       : sbx_run_expire(c->s, a->run_dir, a->reason, &a->placed, e);
+	if (rc != 0)
+		return -1;
+	if (!a->placed && !c->lines)
+		cli_fprintf(stderr,
+		            "sbx: expire not placed: the run already finished or was expired\n");
+	c->status = a->placed ? 0 : EX_FALSE;
+	if (a->wait <= 0)
+		return 0;
+	if (sbx_run_wait(c->s, a->run_dir, a->key, a->key_len, a->wait, &a->r, e) != 0)
+		return -1;
+	a->have_receipt = 1;
+	if (!a->r.verified)
+		c->status = EX_FALSE;
+	return 0;
+}
+
+static void stop_print(struct cli_call *c)
+{
+	struct sup_call *a = (struct sup_call *)c;
+	if (c->json)
+		sbx_jw_kbool(c->w, "placed", a->placed);
+	if (a->have_receipt)
+		receipt_print(c, &a->r);
+}
+
+static int receipt_run(struct cli_call *c, struct sbx_err *e)
+{
+	struct sup_call *a = (struct sup_call *)c;
+	int got = a->wait > 0
+	                  ? sbx_run_wait(c->s, a->run_dir, a->key, a->key_len, a->wait, &a->r, e)
+	                  : sbx_run_receipt(c->s, a->run_dir, a->key, a->key_len, &a->r, e);
+	if (got != 0)
+		return -1;
+	a->have_receipt = 1;
+	if (a->key_len == 0 && !c->lines)
+		cli_fprintf(stderr, "sbx: no key for this run_dir on this host (%s)\n", a->kp);
+	c->status = a->r.verified ? 0 : EX_FALSE;
+	return 0;
+}
+
+static void receipt_row_print(struct cli_call *c)
+{
+	receipt_print(c, &((struct sup_call *)c)->r);
+}
+
+/* ---- attach, rearm, close ---- */
+
+static int attach_run(struct cli_call *c, struct sbx_err *e)
+{
+	struct sup_call *a = (struct sup_call *)c;
+	return sbx_run_status(c->s, a->run_dir, &a->st, e);
+}
+
+static void attach_print(struct cli_call *c)
+{
+	struct sup_call *a = (struct sup_call *)c;
+	struct sbx_jw *w = c->w;
+	sbx_jw_kstr(w, "run_dir", a->run_dir);
+	sbx_jw_kstr(w, "state", a->st.state);
+	sbx_jw_kbool(w, "supervisor_alive", a->st.alive);
+	sbx_jw_kbool(w, "has_receipt", a->st.has_receipt);
+	sbx_jw_kint(w, "activation", a->st.activation);
+	sbx_jw_kint(w, "log_bytes", a->st.log_size);
+}
+
+static int rearm_run(struct cli_call *c, struct sbx_err *e)
+{
+	struct sup_call *a = (struct sup_call *)c;
+	return is(c, "rearm") ? sbx_run_rearm(c->s, a->run_dir, e)
+	                      : sbx_run_close(c->s, a->run_dir, e);
+}
+
+static void nothing_print(struct cli_call *c)
+{
+	(void)c;
+}
+
+/* ---- output ---- */
+
+/* The log raw on stdout from --from. Without --follow it reads what the log held at the first
  * answer and stops; with it, until the run is done. Either way at most --max-bytes, never an
  * answer longer than asked, and no longer than --wait seconds (default 600 without --follow,
  * none with it). The log's bytes go out raw, like exec's output. */
-static int cmd_output(const struct opts *o, struct sbx_session *s, struct sup_args *a,
-                      struct sbx_err *e)
+static int output_stream(struct sup_call *a, struct sbx_err *e)
 {
+	struct sbx_session *s = a->c.s;
 	double wait = a->wait >= 0 ? a->wait : a->follow ? 0 : OUTPUT_WAIT;
 	double deadline = wait > 0 ? sbx_now_ns() / 1e9 + wait : 0;
 	int64_t off = a->from, end = -1, sent = 0;
@@ -255,10 +407,10 @@ static int cmd_output(const struct opts *o, struct sbx_session *s, struct sup_ar
 		char *data;
 		size_t len;
 		int64_t size;
+		/* Never more than asked: sbx_run_read checks it. */
 		if (sbx_run_read(s, a->run_dir, "output.log", off, (size_t)ask, &data, &len, &size,
 		                 e) != 0)
-			return fail(o, e,
-			            class_exit(e->cls)); /* never more than asked: checked there */
+			return -1;
 		if (end < 0 && !a->follow)
 			end = size > off ? size : off; /* what exists now, and no more */
 		fwrite(data, 1, len, stdout);
@@ -272,7 +424,7 @@ static int cmd_output(const struct opts *o, struct sbx_session *s, struct sup_ar
 		fflush(stdout);
 		struct sbx_run_status st;
 		if (sbx_run_status(s, a->run_dir, &st, e) != 0)
-			return fail(o, e, class_exit(e->cls));
+			return -1;
 		if (st.has_receipt && !st.alive && st.log_size <= off)
 			break;
 		struct timespec t = {0, 50000000};
@@ -282,230 +434,101 @@ static int cmd_output(const struct opts *o, struct sbx_session *s, struct sup_ar
 	if (stopped != NULL) {
 		cli_fprintf(stderr, "sbx: output: stopped at byte %lld by %s\n", (long long)off,
 		            stopped);
-		return EX_FALSE;
+		a->c.status = EX_FALSE;
 	}
 	return 0;
 }
 
-static int sup_one(const struct opts *o, struct sbx_session *s, const char *cmd, int argc,
-                   char **argv, struct sup_args *a, struct sbx_err *e)
+/* As JSON: one piece from "from", at most JSON_OUTPUT_PIECE (and --max-bytes) bytes. */
+static int output_run(struct cli_call *c, struct sbx_err *e)
 {
-	int is_run = strcmp(cmd, "run") == 0;
-	if (parse(argc, argv, a, is_run, e) != 0)
-		return fail(o, e, is_run ? EX_EXEC_SBX : EX_USAGE);
-	if (is_run)
-		return cmd_run(o, s, a, argv + a->first, e);
-	if (strcmp(cmd, "output") == 0)
-		return cmd_output(o, s, a, e);
-	if (strcmp(cmd, "attach") == 0) {
-		struct sbx_run_status st;
-		if (sbx_run_status(s, a->run_dir, &st, e) != 0)
-			return fail(o, e, class_exit(e->cls));
-		print_fields(a->run_dir, &st, 0);
-		return 0;
-	}
-	if (strcmp(cmd, "rearm") == 0 || strcmp(cmd, "close") == 0) {
-		int rc = cmd[0] == 'r' ? sbx_run_rearm(s, a->run_dir, e)
-		                       : sbx_run_close(s, a->run_dir, e);
-		return rc != 0 ? fail(o, e, class_exit(e->cls)) : 0;
-	}
-	char kp[4096];
-	uint8_t key[KEY_LEN];
-	struct sbx_err ke;
-	int have_key = key_path(o, a->run_dir, a->key_file, kp, sizeof kp, &ke) == 0 &&
-	               sbx_runkey_load(kp, key, &ke) == 0;
-	struct sbx_receipt r;
-	if (strcmp(cmd, "receipt") == 0) {
-		if (sbx_run_receipt(s, a->run_dir, key, have_key ? KEY_LEN : 0, &r, e) != 0)
-			return fail(o, e, class_exit(e->cls));
-		if (!have_key)
-			cli_fprintf(stderr, "sbx: no key for this run_dir on this host (%s)\n", kp);
-		int ok = print_receipt(o, &r);
-		sbx_receipt_free(&r);
-		return ok ? 0 : EX_FALSE;
-	}
-	/* stop / expire: place the marker, then wait for the signed receipt. */
-	int placed = 1;
-	int rc = cmd[0] == 's' ? sbx_run_stop(s, a->run_dir, e)
-	                       : sbx_run_expire(s, a->run_dir, a->reason, &placed, e);
-	if (rc != 0)
-		return fail(o, e, class_exit(e->cls));
-	if (!placed)
-		cli_fprintf(stderr,
-		            "sbx: expire not placed: the run already finished or was expired\n");
-	double wait = a->wait >= 0 ? a->wait : 30;
-	if (wait <= 0)
-		return placed ? 0 : EX_FALSE;
-	if (sbx_run_wait(s, a->run_dir, key, have_key ? KEY_LEN : 0, wait, &r, e) != 0)
-		return fail(o, e, class_exit(e->cls));
-	int ok = print_receipt(o, &r);
-	sbx_receipt_free(&r);
-	return ok && placed ? 0 : EX_FALSE;
+	struct sup_call *a = (struct sup_call *)c;
+	if (!c->json)
+		return output_stream(a, e);
+	size_t ask = a->max_bytes < JSON_OUTPUT_PIECE ? (size_t)a->max_bytes : JSON_OUTPUT_PIECE;
+	return sbx_run_read(c->s, a->run_dir, "output.log", a->from, ask, &a->data, &a->len,
+	                    &a->size, e);
 }
 
-int cli_sup(const struct opts *o, struct sbx_session *s, const char *cmd, int argc, char **argv)
+static void output_print(struct cli_call *c)
 {
-	struct sup_args a;
-	struct sbx_err e;
-	int st = sup_one(o, s, cmd, argc, argv, &a, &e);
-	cmd_opts_free(&a.c);
-	return st;
+	struct sup_call *a = (struct sup_call *)c;
+	if (!c->json)
+		return;
+	sbx_jw_kb64(c->w, "data_b64", a->data, a->len);
+	sbx_jw_kint(c->w, "next", a->from + (int64_t)a->len);
+	sbx_jw_kint(c->w, "size", a->size);
 }
 
-/* A hex digit's value, or -1. */
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9'   ? c - '0'
-	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
-	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
-	                              : -1;
-}
+/* ---- the rows ---- */
 
-static int json_run(struct sbx_session *s, const char *run_dir, const struct sbx_json *req,
-                    const uint8_t *key, size_t key_len, struct sbx_jw *w, struct sbx_err *e)
-{
-	size_t n;
-	const char **argv = jstrs(sbx_json_get(req, "argv"), &n, e);
-	if (argv == NULL || n == 0) {
-		free(argv);
-		return sbx_err_set(e, SBX_EUSAGE, 0, "run needs \"argv\": an array of strings");
-	}
-	struct cmd_opts c = {0};
-	double grace = -1;
-	int64_t log_max = 0;
-	const struct sbx_json *x;
-	int rc = -1;
-	if (cmd_opts_json(&c, req, e) != 0)
-		goto out;
-	if ((x = sbx_json_get(req, "grace")) != NULL && sbx_json_double(x, &grace) != 0) {
-		sbx_err_set(e, SBX_EUSAGE, 0, "grace is a number of seconds");
-		goto out;
-	}
-	if ((x = sbx_json_get(req, "log_max")) != NULL &&
-	    (sbx_json_int(x, &log_max) != 0 || log_max < 0)) {
-		sbx_err_set(e, SBX_EUSAGE, 0, "log_max is a number of bytes");
-		goto out;
-	}
-	if (key_len != 0) {
-		sbx_err_set(e, SBX_EUSAGE, 0,
-		            "run takes no \"key\": it answers with the run's key, derived in the "
-		            "sandbox's keeper");
-		goto out;
-	}
-	(void)key;
-	struct sbx_run_opts ro;
-	run_opts_from(&ro, run_dir, (char *const *)argv, &c, grace, log_max);
-	int64_t pid;
-	uint8_t rkey[SBX_RUN_KEY_LEN];
-	char khex[2 * SBX_RUN_KEY_LEN + 1];
-	if (sbx_run_start(s, &ro, &pid, rkey, e) != 0)
-		goto out;
-	sbx_hex(rkey, sizeof rkey, khex);
-	json_ok(w);
-	sbx_jw_kint(w, "supervisor_pid", pid);
-	sbx_jw_kstr(w, "key", khex);
-	rc = 0;
-out:
-	cmd_opts_free(&c);
-	free(argv);
-	return rc;
-}
+#define SUP_ROW(NAME, RUN, PRINT)                                                                  \
+	.name = NAME, .op = NAME, .need = CLI_FULL, .size = sizeof(struct sup_call),               \
+	.parse_argv = sup_argv, .parse_json = sup_json, .run = RUN, .print = PRINT,                \
+	.done = sup_done
+#define KEY_FIELD "\"key\" (hex, as run answered it: the receipt is verified)"
 
-static int json_sup(struct sbx_session *s, const char *op, const struct sbx_json *req,
-                    struct sbx_jw *w, struct sbx_err *e)
-{
-	const char *run_dir = jstr(req, "run_dir");
-	if (run_dir == NULL)
-		return sbx_err_set(e, SBX_EUSAGE, 0, "%s needs \"run_dir\"", op);
-	/* Key: given as hex in the request ("key"), or none (then receipts are not verified). */
-	uint8_t key[64];
-	size_t key_len = 0, kl;
-	const struct sbx_json *kj = sbx_json_get(req, "key");
-	const char *khex = kj ? sbx_json_str(kj, &kl) : NULL;
-	if (kj != NULL) {
-		if (khex == NULL || kl % 2 != 0 || kl / 2 > sizeof key)
-			return sbx_err_set(e, SBX_EUSAGE, 0, "key is up to 64 bytes of hex");
-		for (size_t i = 0; i < kl / 2; i++) {
-			int hi = hexval(khex[2 * i]), lo = hexval(khex[2 * i + 1]);
-			if (hi < 0 || lo < 0)
-				return sbx_err_set(e, SBX_EUSAGE, 0, "key is not hex");
-			key[i] = (uint8_t)(hi << 4 | lo);
-		}
-		key_len = kl / 2;
-	}
-	double d = 0;
-	const struct sbx_json *x;
-	if (strcmp(op, "run") == 0)
-		return json_run(s, run_dir, req, key, key_len, w, e);
-	if (strcmp(op, "stop") == 0 || strcmp(op, "expire") == 0) {
-		int placed = 1;
-		const char *reason = jstr(req, "reason");
-		int r = op[0] == 's' ? sbx_run_stop(s, run_dir, e)
-		                     : sbx_run_expire(s, run_dir, reason, &placed, e);
-		if (r != 0)
-			return -1;
-		json_ok(w);
-		sbx_jw_kbool(w, "placed", placed);
-		return 0;
-	}
-	if (strcmp(op, "attach") == 0) {
-		struct sbx_run_status st;
-		if (sbx_run_status(s, run_dir, &st, e) != 0)
-			return -1;
-		json_ok(w);
-		sbx_jw_kstr(w, "state", st.state);
-		sbx_jw_kbool(w, "supervisor_alive", st.alive);
-		sbx_jw_kbool(w, "has_receipt", st.has_receipt);
-		sbx_jw_kint(w, "activation", st.activation);
-		sbx_jw_kint(w, "log_bytes", st.log_size);
-		return 0;
-	}
-	if (strcmp(op, "output") == 0) {
-		int64_t from = 0;
-		if ((x = sbx_json_get(req, "from")) != NULL &&
-		    (sbx_json_int(x, &from) != 0 || from < 0))
-			return sbx_err_set(e, SBX_EUSAGE, 0, "from is a byte offset");
-		char *data;
-		size_t len;
-		int64_t size;
-		if (sbx_run_read(s, run_dir, "output.log", from, JSON_OUTPUT_PIECE, &data, &len,
-		                 &size, e) != 0)
-			return -1; /* never more than asked: sbx_run_read checks it */
-		json_ok(w);
-		sbx_jw_key(w, "data_b64");
-		sbx_jw_b64(w, data, len);
-		sbx_jw_kint(w, "next", from + (int64_t)len);
-		sbx_jw_kint(w, "size", size);
-		free(data);
-		return 0;
-	}
-	if (strcmp(op, "receipt") == 0) {
-		struct sbx_receipt r;
-		if ((x = sbx_json_get(req, "wait")) != NULL && sbx_json_double(x, &d) != 0)
-			return sbx_err_set(e, SBX_EUSAGE, 0, "wait is a number of seconds");
-		int got = d > 0 ? sbx_run_wait(s, run_dir, key, key_len, d, &r, e)
-		                : sbx_run_receipt(s, run_dir, key, key_len, &r, e);
-		if (got != 0)
-			return -1;
-		json_ok(w);
-		sbx_jw_kbool(w, "verified", r.verified);
-		sbx_jw_kstrn(w, "receipt", r.json, r.len);
-		sbx_receipt_free(&r);
-		return 0;
-	}
-	int r = strcmp(op, "rearm") == 0 ? sbx_run_rearm(s, run_dir, e)
-	                                 : sbx_run_close(s, run_dir, e);
-	if (r != 0)
-		return -1;
-	json_ok(w);
-	return 0;
-}
+const struct cli_cmd cli_run = {
+        SUP_ROW("run", run_run, run_print),
+        .own_status = 1,
+        .synopsis = "--run-dir DIR [--timeout S] [--grace S] [--log-max B] [--user U] "
+                    "[--cwd D] [--env K=V]... [--env-clear] [--key-file F] [--detach] "
+                    "-- ARGV...",
+        .summary = "run a harness under the supervisor; prints the signed receipt",
+        .details = "Exits with the harness's status (125 when sbx failed or the receipt does "
+                   "not verify). --detach answers {run_dir, supervisor_pid} at once. The key "
+                   "goes to the key file (--key-file, else the key store's).",
+        .fields = "\"run_dir\", \"argv\", \"user\", \"cwd\", \"env\", \"env_clear\", "
+                  "\"timeout\", \"grace\", \"log_max\" (never waits; answers \"key\")",
+};
 
-int cli_sup_session(struct sbx_session *s, const char *op, const struct sbx_json *req,
-                    struct sbx_jw *w, struct sbx_err *e, int *rc)
-{
-	if (!cli_sup_known(op))
-		return 0;
-	*rc = json_sup(s, op, req, w, e);
-	return 1;
-}
+const struct cli_cmd cli_stop = {
+        SUP_ROW("stop", stop_run, stop_print),
+        .synopsis = "--run-dir DIR [--wait S] [--key-file F]",
+        .summary = "stop the run, then wait (default 30 s) for its receipt",
+        .fields = "\"run_dir\", \"wait\" (default 0: no wait), " KEY_FIELD,
+};
+
+const struct cli_cmd cli_expire = {
+        SUP_ROW("expire", stop_run, stop_print),
+        .synopsis = "--run-dir DIR [--reason R] [--wait S] [--key-file F]",
+        .summary = "expire the run (exit 1 when already over), then wait for its receipt",
+        .fields = "\"run_dir\", \"reason\", \"wait\" (default 0), " KEY_FIELD,
+};
+
+const struct cli_cmd cli_attach = {
+        SUP_ROW("attach", attach_run, attach_print),
+        .synopsis = "--run-dir DIR",
+        .summary = "the run's state, as a JSON line",
+        .fields = "\"run_dir\"",
+};
+
+const struct cli_cmd cli_output = {
+        SUP_ROW("output", output_run, output_print),
+        .synopsis = "--run-dir DIR [--from B] [--follow] [--max-bytes B] [--wait S]",
+        .summary = "the run's log, raw; exit 1 at a bound",
+        .details = "What exists now, or until the run ends with --follow. Under --json: one "
+                   "piece from B (at most 512 KiB) as data_b64, next and size.",
+        .fields = "\"run_dir\", \"from\"",
+};
+
+const struct cli_cmd cli_receipt = {
+        SUP_ROW("receipt", receipt_run, receipt_row_print),
+        .synopsis = "--run-dir DIR [--wait S] [--key-file F]",
+        .summary = "the run's signed receipt; exit 1 when it does not verify",
+        .fields = "\"run_dir\", \"wait\", " KEY_FIELD,
+};
+
+const struct cli_cmd cli_rearm = {
+        SUP_ROW("rearm", rearm_run, nothing_print),
+        .synopsis = "--run-dir DIR",
+        .summary = "begin the run folder's next activation",
+        .fields = "\"run_dir\"",
+};
+
+const struct cli_cmd cli_close = {
+        SUP_ROW("close", rearm_run, nothing_print),
+        .synopsis = "--run-dir DIR",
+        .summary = "no later activation in the run folder",
+        .fields = "\"run_dir\"",
+};

@@ -151,30 +151,32 @@ static void head_of_line(const char *spec)
 	o.shell = "head -c 1073741824 /dev/zero";
 	o.on_output = discard;
 	o.ctx = &bytes;
-	struct sbx_exec *x;
+	struct sbx_op *x;
 	struct sbx_err e;
 	double t0 = fixture_now();
-	if (sbx_exec_start(s, &o, &x, &e) != 0) {
+	if ((x = sbx_exec_async(s, &o, &e)) == NULL) {
 		fprintf(stderr, "bench: %s\n", e.msg);
 		exit(1);
 	}
 	int cap = 100000, n = 0;
 	double *t = malloc(sizeof *t * (size_t)cap);
-	while (!sbx_exec_done(x) && n < cap) {
+	while (!sbx_op_done(x) && n < cap) {
 		double rtt;
 		if (sbx_ping(s, &rtt, &e) != 0) {
 			fprintf(stderr, "bench: ping: %s\n", e.msg);
 			exit(1);
 		}
 		/* Only pings that overlapped the stream count. */
-		if (!sbx_exec_done(x))
+		if (!sbx_op_done(x))
 			t[n++] = rtt;
 	}
 	struct sbx_exec_result r;
-	if (sbx_exec_wait(s, x, &r, &e) != 0 || r.code != 0 || bytes != 1073741824ull) {
+	if (sbx_op_wait(x, &e) != 0 || sbx_exec_result(x, &r, &e) != 0 || r.code != 0 ||
+	    bytes != 1073741824ull) {
 		fprintf(stderr, "bench: streaming failed: %s (%llu bytes)\n", e.msg, bytes);
 		exit(1);
 	}
+	sbx_op_free(x);
 	double secs = fixture_now() - t0;
 	struct pct p = pcts(t, n);
 	printf("| %s | %d | %.0f | %.0f | %.0f | %.2f s (%.0f MiB/s) | %s |\n", spec, n, p.p50,

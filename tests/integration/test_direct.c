@@ -156,14 +156,14 @@ static void offer(struct sbx_session *s, const uint8_t *tok, char *path, size_t 
 	sbx_msgw_init(&w, buf, sizeof buf);
 	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_DIRECT);
 	sbx_msgw_bytes(&w, SBX_T_TOKEN, tok, SBX_DIRECT_TOKEN_LEN);
-	struct sbx_stream *p;
+	struct sbx_op *p;
 	struct sbx_err e;
 	if (sbx_call(s, &w, &p, &e) != 0)
 		fail_msg("DIRECT: %s", e.msg);
 	struct sbx_field f;
 	int found = sbx_msg_find(p->resp, p->resp_len, SBX_T_PATH, &f);
 	int ok = found == 1 && sbx_field_str(&f, path, cap) == 0;
-	sbx_stream_free(s, p);
+	sbx_op_free(p);
 	assert_true(ok);
 	/* Its shape, and a private folder holding a socket. */
 	size_t n = strlen(path);
@@ -478,7 +478,7 @@ static void agent_refuses(struct sbx_session *s, uint8_t first_byte)
 	sbx_msgw_init(&w, buf, sizeof buf);
 	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_DIRECT);
 	sbx_msgw_bytes(&w, SBX_T_TOKEN, tok, sizeof tok);
-	struct sbx_stream *p = NULL;
+	struct sbx_op *p = NULL;
 	sbx_err_clear(&e);
 	assert_int_equal(sbx_call(s, &w, &p, &e), -1);
 	assert_null(p);
@@ -518,9 +518,9 @@ static void busy_refused(void **state)
 	sbx_exec_opts_init(&o);
 	char *argv[] = {"/bin/sleep", "0.5", NULL};
 	o.argv = argv;
-	struct sbx_exec *x;
+	struct sbx_op *x;
 	struct sbx_err e;
-	if (sbx_exec_start(s, &o, &x, &e) != 0)
+	if ((x = sbx_exec_async(s, &o, &e)) == NULL)
 		fail_msg("exec: %s", e.msg);
 	/* A command in flight: the host does not even ask... */
 	sbx_err_clear(&e);
@@ -530,10 +530,11 @@ static void busy_refused(void **state)
 	assert_string_equal(sbx_session_channel(s), "exec");
 	/* ...and the agent, asked anyway, refuses while its job runs. */
 	agent_refuses(s, 2);
-	assert_int_equal(sbx_exec_done(x), 0); /* the refusal came while it ran */
+	assert_int_equal(sbx_op_done(x), 0); /* the refusal came while it ran */
 	struct sbx_exec_result r;
-	if (sbx_exec_wait(s, x, &r, &e) != 0)
+	if (sbx_op_wait(x, &e) != 0 || sbx_exec_result(x, &r, &e) != 0)
 		fail_msg("exec wait: %s", e.msg);
+	sbx_op_free(x);
 	assert_int_equal(r.outcome, SBX_OUT_EXITED);
 	assert_int_equal(r.code, 0);
 	/* Quiet again: now the direct socket is taken. */

@@ -32,6 +32,18 @@ static inline void fixture_pause_ms(int ms)
 		;
 }
 
+/* The pid namespace of a process ("pid:[INODE]") into out; 0, or -1 when it is gone. */
+static inline int fixture_pidns(pid_t pid, char *out, size_t cap)
+{
+	char p[64];
+	snprintf(p, sizeof p, "/proc/%d/ns/pid", (int)pid);
+	ssize_t n = readlink(p, out, cap - 1);
+	if (n <= 0)
+		return -1;
+	out[n] = '\0';
+	return 0;
+}
+
 /* Ascending order of doubles, for qsort (medians and percentiles). */
 static inline int fixture_cmp_doubles(const void *a, const void *b)
 {

@@ -126,6 +126,9 @@ static void reply_line(void **state)
 	assert_int_equal(n, strlen(".sbx-agent-a0a1a2a3a4a5 280208\n"));
 	assert_memory_equal(buf, ".sbx-agent-a0a1a2a3a4a5 280208\n", n);
 	assert_int_equal(sbx_boot_reply(sha, 280208, buf, 20), 0);
+	char name[SBX_AGENT_NAME_LEN];
+	sbx_agent_name(sha, name);
+	assert_string_equal(name, ".sbx-agent-a0a1a2a3a4a5");
 }
 
 int main(void)

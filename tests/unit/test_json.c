@@ -477,6 +477,38 @@ static void writer_escapes_c1_and_del(void **state)
 	sbx_jw_free(&w);
 }
 
+/* The typed members write what a key and its value write; kstr of NULL is null. */
+static void writer_typed_members(void **state)
+{
+	(void)state;
+	struct sbx_jw a, b;
+	sbx_jw_init(&a);
+	sbx_jw_init(&b);
+	sbx_jw_obj_begin(&a);
+	sbx_jw_kstr(&a, "s", "x");
+	sbx_jw_kstr(&a, "z", NULL);
+	sbx_jw_kb64(&a, "b", "ab", 2);
+	sbx_jw_karr_begin(&a, "v");
+	sbx_jw_int(&a, 1);
+	sbx_jw_arr_end(&a);
+	sbx_jw_kobj_begin(&a, "o");
+	sbx_jw_kbool(&a, "t", 0);
+	sbx_jw_obj_end(&a);
+	sbx_jw_kstr_begin(&a, "p");
+	sbx_jw_str_add(&a, "q", 1);
+	sbx_jw_str_end(&a);
+	sbx_jw_obj_end(&a);
+	assert_string_equal(sbx_jw_text(&a, NULL),
+	                    "{\"s\":\"x\",\"z\":null,\"b\":\"YWI=\",\"v\":[1],\"o\":{\"t\":false},"
+	                    "\"p\":\"q\"}");
+	/* Outside an object a typed member is misuse, like a bare key. */
+	sbx_jw_arr_begin(&b);
+	sbx_jw_karr_begin(&b, "v");
+	assert_true(b.failed);
+	sbx_jw_free(&a);
+	sbx_jw_free(&b);
+}
+
 /* A string written in parts, flushed out piece by piece, gives the same document as one
  * written whole; base64 parts of whole triples join into one encoding. */
 static void writer_parts_and_flush(void **state)
@@ -666,6 +698,7 @@ int main(void)
 	        cmocka_unit_test(writer_round_trip),
 	        cmocka_unit_test(writer_replaces_invalid_utf8),
 	        cmocka_unit_test(writer_escapes_c1_and_del),
+	        cmocka_unit_test(writer_typed_members),
 	        cmocka_unit_test(writer_parts_and_flush),
 	        cmocka_unit_test(writer_misuse_fails),
 	        cmocka_unit_test(base64),

@@ -56,7 +56,7 @@ static void copies_across_windows(void **state)
 	assert_int_equal(sbx_mapread_begin(&m), 0);
 	struct sbx_sha256 s;
 	sbx_sha256_init(&s);
-	/* Pieces of stepping sizes (up to 300 KiB), so some straddle a 4 MiB window's end. */
+	/* Pieces of stepping sizes (up to 300 KiB), so some straddle a 2 MiB window's end. */
 	size_t at = 0, step = 1;
 	while (at < n) {
 		size_t c = step % (300 * 1024) + 1;

@@ -1,0 +1,152 @@
+#!/bin/bash
+# containment.sh SBX: the ns runner's boundary (docs/runners.md, "The boundary"), tried as a
+# hostile root inside a fresh ns sandbox with build/harness/boundary: the capability sets are
+# Docker's default list and no_new_privs is set; a block node for a loop device standing in
+# for the host's disk can be made but not opened; a tmpfs cannot be mounted; open_by_handle_at,
+# bpf, perf_event_open, keyctl, init_module, clock_settime are refused; unshare -U (to regain
+# capabilities and mount) is refused; /proc/sys/kernel/hostname and /proc/sysrq-trigger cannot
+# be written; runc's masked paths read empty and /dev holds only the standard nodes.
+# Negative control, side by side: a sandbox made with --privileged (today's full root) passes
+# every one of these ways out, so each check is shown able to fail. Then the same probes in a
+# podman container with its default profile (when podman is here): every way out it refuses,
+# ns refuses too. Needs root and build/images/busybox-x86_64(.tar). Everything runs inside the
+# sandboxes and the container.
+. "$(dirname "$0")/lib/suite.sh"
+suite_begin root
+sbx=$(realpath "$1")
+probe=${SBX_HARNESS_DIR:-$top/build/harness}/boundary
+img=$top/build/images/busybox-x86_64
+[ -x "$probe" ] || die "no $probe (make check builds it)"
+[ -d "$img" ] || die "no image $img (make images)"
+export SBX_NS_DIR=$w/state
+on_exit remove_sandboxes
+
+# The host's disk, as far as the sandbox can tell: a loop device over a file with a marker.
+marker=sbx-containment-disk-marker
+head -c 65536 /dev/zero >"$w/disk"
+printf %s "$marker" | dd of="$w/disk" conv=notrunc status=none
+loop=$(losetup --find --show "$w/disk") || die "losetup"
+on_exit "losetup -d $loop"
+maj=$((16#$(stat -c %t "$loop"))) min=$((16#$(stat -c %T "$loop")))
+
+mkdir "$w/probe"
+cp "$probe" "$w/probe/boundary"
+conf=$("$sbx" sandbox create --image "$img") || die "create"
+priv=$("$sbx" sandbox create --privileged --image "$img" 2>"$w/warn") || die "create --privileged"
+grep -q 'warning: --privileged' "$w/warn" || die "--privileged printed no warning"
+for n in "$conf" "$priv"; do
+	in_ns "$n" upload-dir "$w/probe" /probe >/dev/null || die "upload the probe into $n"
+done
+
+# try CHECK ARG...: the probe in both sandboxes: refused in the confined one, allowed in the
+# privileged one (the negative control).
+try() {
+	local c p
+	c=$(in_ns "$conf" exec -- /probe/boundary "$@" 2>&1) && die "confined: $c"
+	case $c in *refused*) ;; *) die "confined: $*: $c" ;; esac
+	p=$(in_ns "$priv" exec -- /probe/boundary "$@" 2>&1) || die "--privileged (negative control): $p"
+	echo "$c"
+}
+
+# Docker's default capability list: CHOWN DAC_OVERRIDE FOWNER FSETID KILL SETGID SETUID SETPCAP
+# NET_BIND_SERVICE NET_RAW SYS_CHROOT MKNOD AUDIT_WRITE SETFCAP.
+docker=00000000a80425fb
+for pid in self 1; do
+	st=$(in_ns "$conf" exec -- cat /proc/$pid/status) || die "status"
+	for f in CapBnd CapPrm CapEff; do
+		v=$(echo "$st" | sed -n "s/^$f:\t//p")
+		[ "$v" = $docker ] || die "$pid: $f $v, not $docker"
+	done
+	for f in CapInh CapAmb; do
+		[ "$(echo "$st" | sed -n "s/^$f:\t//p")" = 0000000000000000 ] || die "$pid: $f"
+	done
+	echo "$st" | grep -q '^NoNewPrivs:.1' || die "$pid: no_new_privs not set"
+	echo "$st" | grep -q '^Seccomp:.2' || die "$pid: no seccomp filter"
+done
+pst=$(in_ns "$priv" exec -- cat /proc/self/status)
+[ "$(echo "$pst" | sed -n 's/^CapBnd:\t//p')" != $docker ] || die "negative control: bounded"
+ok "init and exec'd commands: bounding, permitted, effective = Docker's list ($docker), inheritable and ambient empty, no_new_privs, a seccomp filter (--privileged: full set)"
+
+try mknod-read $maj $min $marker | grep -q 'refused: open' || die "mknod"
+ok "a block node for the test's loop device ($maj:$min) is made but cannot be opened (nodev); --privileged reads the disk"
+try mount-tmpfs >/dev/null
+ok "mount of a tmpfs refused; --privileged mounts it"
+try unshare-user-mount >/dev/null
+ok "unshare(CLONE_NEWUSER|CLONE_NEWNS) to regain capabilities and mount: refused; --privileged mounts"
+in_ns "$conf" exec -- unshare -U true 2>/dev/null && die "busybox unshare -U ran"
+ok "busybox unshare -U refused"
+for c in open-by-handle bpf perf keyctl init-module clock-settime; do
+	try $c >/dev/null
+done
+ok "open_by_handle_at, bpf, perf_event_open, keyctl, init_module, clock_settime refused; --privileged reaches each"
+
+h=$(in_ns "$conf" exec -- cat /proc/sys/kernel/hostname)
+try write /proc/sys/kernel/hostname "$h" | grep -q 'Read-only' || die "hostname"
+ok "/proc/sys/kernel/hostname: not writable (read-only /proc/sys); --privileged writes it"
+if [ -e /proc/sysrq-trigger ]; then
+	# 'h' only prints the SysRq help into the kernel's log.
+	try write /proc/sysrq-trigger h >/dev/null
+	ok "/proc/sysrq-trigger: not writable; --privileged writes it"
+else
+	in_ns "$conf" exec -- sh -c 'echo h >/proc/sysrq-trigger' 2>/dev/null && die "sysrq"
+	ok "/proc/sysrq-trigger: not writable (this kernel has none: no negative control)"
+fi
+
+# Masked paths: read-only mounts over them, reading empty where the machine's do not.
+mi=$(in_ns "$conf" exec -- cat /proc/self/mountinfo)
+pmi=$(in_ns "$priv" exec -- cat /proc/self/mountinfo)
+for f in /proc/keys /proc/timer_list /sys/firmware; do
+	echo "$mi" | awk -v f=$f '$5 == f && $6 ~ /^ro,/ { m = 1 } END { exit !m }' || die "$f not masked"
+	echo "$pmi" | awk -v f=$f '$5 == f { m = 1 } END { exit m }' || die "negative control: $f masked"
+done
+[ -z "$(in_ns "$conf" exec -- cat /proc/timer_list)" ] || die "/proc/timer_list readable"
+[ -n "$(in_ns "$priv" exec -- cat /proc/timer_list)" ] || die "negative control: /proc/timer_list empty"
+[ -z "$(in_ns "$conf" exec -- ls /sys/firmware)" ] || die "/sys/firmware not masked"
+[ -n "$(in_ns "$priv" exec -- ls /sys/firmware)" ] || die "negative control: /sys/firmware empty"
+in_ns "$conf" exec -- sh -c 'echo x >/sys/firmware/x' 2>/dev/null && die "/sys/firmware writable"
+ok "/proc/keys /proc/timer_list /sys/firmware masked (read-only, empty); --privileged shows them"
+devs=$(in_ns "$conf" exec -- ls /dev | tr '\n' ' ')
+[ "$devs" = "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero " ] ||
+	die "/dev holds: $devs"
+echo "$mi" | awk '$5 == "/" || $5 == "/dev" || $5 == "/dev/shm" { if ($6 !~ /nodev/) exit 1 }' ||
+	die "a writable mount without nodev: $mi"
+ok "/dev: only null zero full random urandom tty ptmx pts shm (and the fd links); nodev on /, /dev, /dev/shm"
+
+
+# The 32-bit ABI of this machine's kernel (int 0x80 from an i386 program) has its own numbers:
+# the filter's i386 table must hold them (an i386 image's commands run natively, without qemu).
+# Shown able to fail: with the i386 table's unshare number made wrong, "i386: unshare -U ran".
+img32=$top/build/images/busybox-i386
+if [ "$(uname -m)" = x86_64 ] && [ -d "$img32" ]; then
+	c32=$("$sbx" sandbox create --image "$img32") || die "create i386"
+	p32=$("$sbx" sandbox create --privileged --image "$img32" 2>/dev/null) || die "create i386 --privileged"
+	in_ns "$c32" exec -- unshare -U true 2>/dev/null && die "i386: unshare -U ran"
+	in_ns "$p32" exec -- unshare -U true || die "i386 --privileged (negative control): unshare -U"
+	in_ns "$c32" exec -- mount -t tmpfs t /mnt 2>/dev/null && die "i386: mount ran"
+	ok "an i386 program (the kernel's 32-bit ABI): unshare -U and mount refused; --privileged runs unshare -U"
+fi
+
+# Side by side: the same probes in a podman container with its default profile (runc, Docker's
+# seccomp profile and masks, podman's own capability list, a device cgroup): whatever way out
+# it refuses, ns refuses too.
+if command -v podman >/dev/null; then
+	p=ct$$
+	. "$top/tests/lib/podman.sh"
+	on_exit 'podman_cleanup "$p"'
+	"$sbx" sandbox create --runner podman --image "$img.tar" --name "$p-c" >/dev/null ||
+		die "podman create"
+	in_podman "$p-c" upload-dir "$w/probe" /probe >/dev/null || die "upload the probe into podman"
+	refused=""
+	for c in "mknod-read $maj $min $marker" mount-tmpfs unshare-user-mount open-by-handle bpf perf \
+		keyctl init-module clock-settime "write /proc/sys/kernel/hostname x"; do
+		# shellcheck disable=SC2086 # a check and its arguments
+		if ! in_podman "$p-c" exec -- /probe/boundary $c >/dev/null 2>&1; then
+			refused="$refused ${c%% *}"
+			# shellcheck disable=SC2086
+			in_ns "$conf" exec -- /probe/boundary $c >/dev/null 2>&1 && die "podman refuses $c, ns does not"
+		fi
+	done
+	ok "podman (default profile) refuses:$refused; ns refuses each of them too"
+else
+	ok "no podman: the side-by-side comparison is skipped"
+fi
