@@ -5,7 +5,8 @@
 # writing each receipt to REC, and dies unless every receipt verifies, names the expected
 # trigger, says termination was witnessed, and nothing of the run is left in the sandbox: no
 # process but init, the agent and the check itself (and its own children). Under binfmt_misc a
-# process's cmdline starts with the interpreter, so the agent matches anywhere.
+# process's cmdline starts with the interpreter, so the agent matches anywhere; a session's
+# serve forked by an ns sandbox's init (the resident agent) carries init's command line.
 escape_cases=(
 	"setsid sh -c 'sleep 1000' </dev/null >/dev/null 2>&1 & exit 0"
 	"( sh -c 'sleep 1000' & ) ; exit 3"
@@ -16,7 +17,7 @@ escape_want=(exit exit deadline exit)
 escape_survivors='for p in /proc/[0-9]*; do i=${p#/proc/}; [ "$i" = 1 ] || [ "$i" = $$ ] && continue
 	pp=$(sed "s/.*) . //" $p/stat 2>/dev/null | cut -d" " -f1); [ "$pp" = $$ ] && continue
 	c=$(tr "\0" " " <$p/cmdline 2>/dev/null)
-	case "$c" in */.sbx/*|*/.sbx-agent-*|*/.sbx-init*|"") continue;; esac
+	case "$c" in */.sbx/*|*/.sbx-agent-*|*/.sbx-init*|"sbx-agent init "*|"") continue;; esac
 	echo "$i $c"; done'
 
 check_escapes() {
