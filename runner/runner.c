@@ -177,28 +177,38 @@ int sbx_sandbox_resume(const char *spec, struct sbx_err *e)
 	return pause_or_resume(spec, 0, e);
 }
 
-int sbx_sandbox_list(const char *kind, struct sbx_sandbox **out, size_t *n, struct sbx_err *e)
+/* A class's items of one sort (its sandboxes, its images) into *v (malloc'd, *k of them); 1
+ * when the class has none of that sort. */
+typedef int (*fetch_fn)(const struct sbx_runner_class *c, void **v, size_t *k, struct sbx_err *e);
+
+/* The items fetch gives of every class (kind: of that one), in one array of size-byte items;
+ * what names them in an error. */
+static int collect(const char *kind, size_t size, fetch_fn fetch, const char *what, void **out,
+                   size_t *n, struct sbx_err *e)
 {
 	*out = NULL;
 	*n = 0;
 	for (const struct sbx_runner_class *const *c = sbx_runner_classes; *c != NULL; c++) {
-		if ((kind != NULL && strcmp(kind, (*c)->name) != 0) || (*c)->list == NULL)
+		if (kind != NULL && strcmp(kind, (*c)->name) != 0)
 			continue;
-		struct sbx_sandbox *v;
+		void *v;
 		size_t k;
-		if ((*c)->list(*c, &v, &k, e) != 0) {
+		int rc = fetch(*c, &v, &k, e);
+		if (rc > 0)
+			continue;
+		if (rc < 0) {
 			free(*out);
 			*out = NULL;
 			*n = 0;
 			return -1;
 		}
-		struct sbx_sandbox *all = realloc(*out, (*n + k + 1) * sizeof *all);
+		char *all = realloc(*out, (*n + k + 1) * size);
 		if (all == NULL) {
 			free(v);
-			return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "list");
+			return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "%s", what);
 		}
 		if (k > 0)
-			memcpy(all + *n, v, k * sizeof *v);
+			memcpy(all + *n * size, v, k * size);
 		free(v);
 		*out = all;
 		*n += k;
@@ -211,38 +221,40 @@ int sbx_sandbox_list(const char *kind, struct sbx_sandbox **out, size_t *n, stru
 	return 0;
 }
 
+static int fetch_sandboxes(const struct sbx_runner_class *c, void **v, size_t *k, struct sbx_err *e)
+{
+	if (c->list == NULL)
+		return 1;
+	struct sbx_sandbox *s = NULL;
+	int rc = c->list(c, &s, k, e);
+	*v = s;
+	return rc;
+}
+
+static int fetch_images(const struct sbx_runner_class *c, void **v, size_t *k, struct sbx_err *e)
+{
+	if (c->images == NULL)
+		return 1;
+	struct sbx_image *im = NULL;
+	int rc = c->images(c, &im, k, e);
+	*v = im;
+	return rc;
+}
+
+int sbx_sandbox_list(const char *kind, struct sbx_sandbox **out, size_t *n, struct sbx_err *e)
+{
+	void *all;
+	int rc = collect(kind, sizeof **out, fetch_sandboxes, "list", &all, n, e);
+	*out = all;
+	return rc;
+}
+
 int sbx_image_list(const char *kind, struct sbx_image **out, size_t *n, struct sbx_err *e)
 {
-	*out = NULL;
-	*n = 0;
-	for (const struct sbx_runner_class *const *c = sbx_runner_classes; *c != NULL; c++) {
-		if ((kind != NULL && strcmp(kind, (*c)->name) != 0) || (*c)->images == NULL)
-			continue;
-		struct sbx_image *v;
-		size_t k;
-		if ((*c)->images(*c, &v, &k, e) != 0) {
-			free(*out);
-			*out = NULL;
-			*n = 0;
-			return -1;
-		}
-		struct sbx_image *all = realloc(*out, (*n + k + 1) * sizeof *all);
-		if (all == NULL) {
-			free(v);
-			return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "images");
-		}
-		if (k > 0)
-			memcpy(all + *n, v, k * sizeof *v);
-		free(v);
-		*out = all;
-		*n += k;
-	}
-	if (kind != NULL && *out == NULL) {
-		const char *arg;
-		if (sbx_runner_class_of(kind, &arg, e) == NULL)
-			return -1;
-	}
-	return 0;
+	void *all;
+	int rc = collect(kind, sizeof **out, fetch_images, "images", &all, n, e);
+	*out = all;
+	return rc;
 }
 
 int sbx_image_remove(const struct sbx_image *im, struct sbx_err *e)
