@@ -495,7 +495,9 @@ struct sbx_op *sbx_run_start_async(struct sbx_session *s, const struct sbx_run_o
                                    struct sbx_err *e);
 int sbx_run_start_result(const struct sbx_op *op, int64_t *pid, uint8_t key[SBX_RUN_KEY_LEN],
                          struct sbx_err *e);
-/* Its result: sbx_op_status. */
+/* Their result: sbx_op_status. */
+struct sbx_op *sbx_run_rearm_async(struct sbx_session *s, const char *run_dir, struct sbx_err *e);
+struct sbx_op *sbx_run_close_async(struct sbx_session *s, const char *run_dir, struct sbx_err *e);
 struct sbx_op *sbx_run_stop_async(struct sbx_session *s, const char *run_dir, struct sbx_err *e);
 struct sbx_op *sbx_run_expire_async(struct sbx_session *s, const char *run_dir, const char *reason,
                                     struct sbx_err *e);

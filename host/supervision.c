@@ -214,12 +214,6 @@ static int blocking(struct sbx_session *s, struct sbx_op *o, struct sbx_op **out
 	return 0;
 }
 
-static int simple(struct sbx_session *s, int op, const char *run_dir, const char *name,
-                  const char *msg, struct sbx_op **out, struct sbx_err *e)
-{
-	return blocking(s, simple_async(s, op, run_dir, name, msg, e), out, e);
-}
-
 /* The op is a done request of this OP: 0, or -1 with *e (its failure, or a misuse). */
 static int result_of(const struct sbx_op *op, int code, struct sbx_err *e)
 {
@@ -525,10 +519,20 @@ int sbx_run_wait(struct sbx_session *s, const char *run_dir, const uint8_t *key,
 	}
 }
 
+struct sbx_op *sbx_run_rearm_async(struct sbx_session *s, const char *run_dir, struct sbx_err *e)
+{
+	return simple_async(s, SBX_OP_SUP_REARM, run_dir, NULL, NULL, e);
+}
+
+struct sbx_op *sbx_run_close_async(struct sbx_session *s, const char *run_dir, struct sbx_err *e)
+{
+	return simple_async(s, SBX_OP_SUP_CLOSE, run_dir, NULL, NULL, e);
+}
+
 int sbx_run_rearm(struct sbx_session *s, const char *run_dir, struct sbx_err *e)
 {
 	struct sbx_op *p;
-	if (simple(s, SBX_OP_SUP_REARM, run_dir, NULL, NULL, &p, e) != 0)
+	if (blocking(s, sbx_run_rearm_async(s, run_dir, e), &p, e) != 0)
 		return -1;
 	sbx_op_free(p);
 	return 0;
@@ -537,7 +541,7 @@ int sbx_run_rearm(struct sbx_session *s, const char *run_dir, struct sbx_err *e)
 int sbx_run_close(struct sbx_session *s, const char *run_dir, struct sbx_err *e)
 {
 	struct sbx_op *p;
-	if (simple(s, SBX_OP_SUP_CLOSE, run_dir, NULL, NULL, &p, e) != 0)
+	if (blocking(s, sbx_run_close_async(s, run_dir, e), &p, e) != 0)
 		return -1;
 	sbx_op_free(p);
 	return 0;

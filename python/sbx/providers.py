@@ -1,0 +1,500 @@
+"""The provider protocol (the reference's nemo_gym.sandbox.providers.base) on libsbx.
+
+SbxProvider(runner=...) makes sandboxes with sbx's runners ("ns", the embedded default;
+"podman"; "docker") or reaches existing ones ("kubectl", "ssh": the sandbox is named by
+provider_options["target"], and close leaves it running), and drives each through one
+retained connection on the running event loop (sbx._core). docs/python.md has the differences
+from the reference.
+"""
+import asyncio
+import ctypes
+import dataclasses
+import enum
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+from ctypes import byref
+from typing import Any, Mapping
+
+from . import _lib
+from ._core import Connection
+from ._lib import lib
+from .errors import (SandboxProbeError, SandboxTransferError, SandboxUnavailableError,
+                     SandboxUsageError, SbxError, from_err)
+
+CREATING_RUNNERS = ("ns", "podman", "docker")
+ATTACHING_RUNNERS = ("kubectl", "ssh")
+
+
+class SandboxCreateError(RuntimeError):
+    """Raised when a provider cannot create a sandbox."""
+
+
+class SandboxCreateVerificationError(SandboxCreateError):
+    """Raised when a newly-created sandbox fails provider readiness checks."""
+
+
+@dataclasses.dataclass
+class SandboxResources:
+    """Provider-neutral resource request. `cpu` is a quota (0.5: half of one CPU),
+    `memory_mib` the memory of every process together, `disk_gib` the writable layer's size.
+    sbx refuses what a runner cannot hold (a GPU, a disk bound on a runner without one) with
+    SandboxCreateError: never ignored."""
+
+    cpu: float | None = None
+    memory_mib: int | None = None
+    disk_gib: int | None = None
+    gpu: int | None = None
+    gpu_type: str | None = None
+
+    @classmethod
+    def from_mapping(cls, resources: Mapping[str, Any] | None) -> "SandboxResources":
+        if resources is None:
+            return cls()
+        if isinstance(resources, cls):
+            return resources
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(resources) - known
+        if unknown:
+            raise ValueError("unknown resources: %s" % ", ".join(sorted(unknown)))
+        return cls(**dict(resources))
+
+
+@dataclasses.dataclass
+class SandboxSpec:
+    """Sandbox creation request (see docs/python.md for how sbx reads each field)."""
+
+    image: str | None = None
+    ttl_s: int | float | None = None
+    ready_timeout_s: int | float | None = None
+    workdir: str | None = None
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+    files: dict[str, str] = dataclasses.field(default_factory=dict)
+    metadata: dict[str, str] = dataclasses.field(default_factory=dict)
+    resources: Any = dataclasses.field(default_factory=SandboxResources)
+    entrypoint: list[str] | None = None
+    provider_options: dict[str, Any] = dataclasses.field(default_factory=dict)
+    ports: tuple[int, ...] | list[int] = dataclasses.field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        self.resources = SandboxResources.from_mapping(self.resources)
+
+
+@dataclasses.dataclass
+class SandboxHandle:
+    """Provider-neutral handle to a created sandbox; `raw` is the provider's own state."""
+
+    sandbox_id: str
+    provider_name: str
+    raw: Any
+
+
+@dataclasses.dataclass
+class SandboxExecResult:
+    """A command's result: stdout and stderr decoded as UTF-8 with replacement. A command the
+    sandbox could not run at all has `error_type` set ("unavailable", "protocol", "usage")
+    and return_code -1; one killed at its timeout has return_code 124 and error_type
+    "timeout"."""
+
+    stdout: str | None
+    stderr: str | None
+    return_code: int
+    error_type: str | None = None
+
+
+ExecResult = SandboxExecResult
+
+
+@dataclasses.dataclass
+class SandboxEndpoint:
+    endpoint: str
+    headers: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+class SandboxStatus(enum.Enum):
+    ERROR = "error"
+    PAUSED = "paused"
+    RUNNING = "running"
+    STARTING = "starting"
+    STOPPED = "stopped"
+    UNKNOWN = "unknown"
+
+
+@dataclasses.dataclass
+class _Raw:
+    """What SbxProvider keeps per sandbox."""
+
+    spec: str  # the runner spec: "ns:sbx-ab12cd"
+    owned: bool  # made by this provider: close removes it
+    env: dict
+    workdir: str | None
+    metadata: dict
+    open_timeout_s: float
+    conn: Connection | None = None
+    conn_loop: Any = None
+    reaper: int | None = None  # the ttl reaper's pid
+    closed: bool = False
+    lock: Any = None
+
+
+def _sbx_cli():
+    """The sbx command beside the library (the ttl reaper runs it)."""
+    path = os.path.join(os.path.dirname(_lib.LIB_PATH), "sbx")
+    return path if os.access(path, os.X_OK) else shutil.which("sbx")
+
+
+class SbxProvider:
+    """The provider protocol over sbx's runners. Implements SandboxProvider,
+    ConnectableProvider and SupportsSandboxPauseResume."""
+
+    def __init__(self, runner: str = "ns", agent_dir: str | None = None,
+                 open_timeout_s: float = 30.0):
+        kind = runner.split(":", 1)[0]
+        if kind not in CREATING_RUNNERS + ATTACHING_RUNNERS:
+            raise ValueError("runner %r: one of %s" % (runner, ", ".join(
+                CREATING_RUNNERS + ATTACHING_RUNNERS)))
+        self.runner = kind
+        self.name = "sbx-" + kind
+        self.agent_dir = agent_dir
+        self.open_timeout_s = open_timeout_s
+        self._handles = set()
+
+    # ---- create ----
+
+    def _create_opts(self, spec: SandboxSpec, keep: list):
+        po = dict(spec.provider_options or {})
+        allowed = {"name", "arch", "engine_args", "privileged", "pids", "agent"}
+        unknown = set(po) - allowed - {"target"}
+        if unknown:
+            raise SandboxCreateError("provider_options not known to sbx: %s"
+                                     % ", ".join(sorted(unknown)))
+        res = spec.resources
+        if res.gpu:
+            raise SandboxCreateError("resources.gpu: sbx's runners give no GPUs")
+        if spec.image is None:
+            raise SandboxCreateError("SandboxSpec.image is required")
+        image = str(spec.image)
+        if self.runner == "ns" and image.endswith((".tar", ".tar.gz", ".tgz")):
+            raise SandboxCreateError("the ns runner takes a root filesystem folder or a "
+                                     "bundled image name, not a tarball (%s)" % image)
+        co = _lib.CreateOpts()
+        for field in ("name", "arch", "agent"):
+            v = po.get(field)
+            if v is not None:
+                setattr(co, field, _lib.enc(str(v)))
+                keep.append(getattr(co, field))
+        co.image = _lib.enc(image)
+        keep.append(co.image)
+        if self.agent_dir:
+            co.agent_dir = _lib.enc(self.agent_dir)
+            keep.append(co.agent_dir)
+        if po.get("engine_args"):
+            ptr, arr = _lib.cstr_array([str(w) for w in po["engine_args"]])
+            co.engine_args = ptr
+            keep.append(arr)
+        co.privileged = 1 if po.get("privileged") else 0
+        co.resources = _lib.Resources(cpu=float(res.cpu or 0),
+                                      memory_mib=int(res.memory_mib or 0),
+                                      pids=int(po.get("pids") or 0),
+                                      disk_gib=float(res.disk_gib or 0))
+        return co
+
+    async def create(self, spec: SandboxSpec) -> SandboxHandle:
+        """A ready sandbox: made, its session open and answering, `workdir` made, `files`
+        written, the `entrypoint` started under the supervisor. A failure after the sandbox
+        was made removes it again."""
+        loop = asyncio.get_running_loop()
+        ready = float(spec.ready_timeout_s or 0) or None
+        if self.runner in ATTACHING_RUNNERS:
+            target = spec.provider_options.get("target")
+            if not target:
+                raise SandboxCreateError("the %s runner reaches an existing sandbox: give "
+                                         "provider_options['target']" % self.runner)
+            sbx_spec, owned = "%s:%s" % (self.runner, target), False
+        else:
+            keep = []
+            try:
+                co = self._create_opts(spec, keep)
+            except ValueError as exc:
+                raise SandboxCreateError(str(exc)) from exc
+            out = ctypes.create_string_buffer(192)
+            err = _lib.Err()
+
+            def make():
+                return lib.sbx_sandbox_create(_lib.enc(self.runner), byref(co), out, 192,
+                                              byref(err))
+
+            try:
+                rc = await asyncio.wait_for(loop.run_in_executor(None, make), ready)
+            except asyncio.TimeoutError as exc:
+                raise SandboxCreateError("create: not ready within %s s" % ready) from exc
+            if rc != 0:
+                raise SandboxCreateError("create (%s, %s): %s" % (self.runner, spec.image,
+                                                                  err.text()))
+            sbx_spec, owned = out.value.decode(), True
+        raw = _Raw(spec=sbx_spec, owned=owned, env=dict(spec.env or {}), workdir=spec.workdir,
+                   metadata=dict(spec.metadata or {}), open_timeout_s=self.open_timeout_s,
+                   lock=asyncio.Lock())
+        handle = SandboxHandle(sandbox_id=sbx_spec, provider_name=self.name, raw=raw)
+        try:
+            if owned and spec.ttl_s:
+                raw.reaper = self._start_reaper(sbx_spec, float(spec.ttl_s))
+            await asyncio.wait_for(self._ready(handle, spec), ready)
+        except BaseException as exc:
+            await self._teardown(handle)
+            if isinstance(exc, asyncio.TimeoutError):
+                raise SandboxCreateVerificationError("%s: not ready within %s s"
+                                                     % (sbx_spec, ready)) from exc
+            if isinstance(exc, SbxError):
+                raise SandboxCreateVerificationError("%s: %s" % (sbx_spec, exc)) from exc
+            raise
+        self._handles.add(id(handle))
+        return handle
+
+    async def _ready(self, handle, spec):
+        conn = await self._conn(handle)
+        await conn.ping()
+        if await conn.kind("/") != "dir":
+            raise SandboxProbeError("the sandbox's / is not a folder")
+        if spec.workdir:
+            with tempfile.TemporaryDirectory() as empty:
+                os.chmod(empty, 0o755)
+                await conn.upload("dir", empty, spec.workdir)
+        if spec.files:
+            with tempfile.TemporaryDirectory() as tmp:
+                for path, text in spec.files.items():
+                    local = os.path.join(tmp, "f")
+                    with open(local, "w", encoding="utf-8") as f:
+                        f.write(text)
+                    await self._put_file(conn, local, path)
+        if spec.entrypoint:
+            await conn.run_start("/tmp/.sbx-entrypoint", list(spec.entrypoint),
+                                 env=handle.raw.env, cwd=spec.workdir)
+
+    def _start_reaper(self, sbx_spec, ttl_s):
+        """A process of its own session that removes the sandbox when ttl_s has passed, even
+        if this one dies; close() kills it."""
+        cli = _sbx_cli()
+        if cli is None:
+            raise SandboxCreateError("ttl_s needs the sbx command beside libsbx")
+        code = ("import os,sys,time\ntime.sleep(float(sys.argv[1]))\n"
+                "os.execv(sys.argv[2], [sys.argv[2], 'sandbox', 'rm', sys.argv[3]])\n")
+        p = subprocess.Popen([sys.executable, "-c", code, str(ttl_s), cli, sbx_spec],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
+        return p.pid
+
+    # ---- the connection ----
+
+    async def _conn(self, handle: SandboxHandle) -> Connection:
+        raw = self._raw(handle)
+        loop = asyncio.get_running_loop()
+        async with raw.lock:
+            if raw.conn is not None and raw.conn_loop is not loop:
+                raw.conn = None  # a connection of another loop is that loop's to close
+            if raw.conn is None:
+                raw.conn = await Connection.open(raw.spec, timeout_s=raw.open_timeout_s,
+                                                 agent_dir=self.agent_dir)
+                raw.conn_loop = loop
+            return raw.conn
+
+    def _raw(self, handle):
+        raw = handle.raw
+        if not isinstance(raw, _Raw):
+            raise SandboxUsageError("not a handle of an sbx provider")
+        if raw.closed:
+            raise SandboxUnavailableError("%s is closed" % raw.spec)
+        return raw
+
+    # ---- the protocol ----
+
+    async def exec(self, handle: SandboxHandle, command, cwd: str | None = None,
+                   env: dict[str, str] | None = None, timeout_s: int | float | None = None,
+                   user: str | int | None = None) -> SandboxExecResult:
+        """Runs command (a shell line under /bin/sh -c, or an argv list for an image without
+        a shell) with the sandbox's env under env, in cwd (else the sandbox's workdir)."""
+        raw = self._raw(handle)
+        merged = dict(raw.env)
+        merged.update(env or {})
+        argv, shell = (list(command), None) if isinstance(command, (list, tuple)) \
+            else (None, command)
+        try:
+            conn = await self._conn(handle)
+            r, out = await conn.exec(argv=argv, shell=shell, cwd=cwd or raw.workdir,
+                                     env=merged, user=user, timeout_s=timeout_s)
+        except SbxError as exc:
+            return SandboxExecResult(stdout=None, stderr=str(exc), return_code=-1,
+                                     error_type=exc.cls)
+        stdout = out.stdout().decode("utf-8", "replace")
+        stderr = out.stderr().decode("utf-8", "replace")
+        if r.outcome == _lib.OUT_NOT_STARTED and r.message:
+            stderr += r.message.decode("utf-8", "replace")
+        return SandboxExecResult(stdout=stdout, stderr=stderr, return_code=r.code,
+                                 error_type="timeout" if r.outcome == _lib.OUT_TIMED_OUT
+                                 else None)
+
+    async def _put_file(self, conn, source, target):
+        """One local file at target, its parent created when missing (0755) and otherwise
+        left as it is."""
+        target = str(target)
+        if not target.startswith("/") or target.endswith("/"):
+            raise SandboxUsageError("upload_file: %r is not an absolute file path" % target)
+        parent, name = os.path.split(target)
+        with tempfile.TemporaryDirectory() as tmp:
+            os.chmod(tmp, 0o755)
+            shutil.copy2(source, os.path.join(tmp, name))
+            await conn.upload("dir", tmp, parent or "/")
+
+    async def upload_file(self, handle: SandboxHandle, source_path: pathlib.Path,
+                          target_path: str) -> None:
+        if not os.path.isfile(source_path):
+            raise SandboxUsageError("upload_file: %s is not a file" % source_path)
+        await self._put_file(await self._conn(handle), source_path, target_path)
+
+    async def download_file(self, handle: SandboxHandle, source_path: str,
+                            target_path: pathlib.Path) -> None:
+        conn = await self._conn(handle)
+        kind, _ = await conn.download("path", source_path, target_path)
+        if kind != "file":
+            raise SandboxTransferError("download_file: %s is %s, not a file"
+                                       % (source_path, kind or "absent"))
+
+    async def status(self, handle: SandboxHandle) -> SandboxStatus:
+        raw = handle.raw
+        if raw.closed:
+            return SandboxStatus.STOPPED
+        sb = _lib.Sandbox()
+        err = _lib.Err()
+        rc = await asyncio.get_running_loop().run_in_executor(
+            None, lambda: lib.sbx_sandbox_status(_lib.enc(raw.spec), byref(sb), byref(err)))
+        if rc != 0:
+            if raw.spec.split(":", 1)[0] in ATTACHING_RUNNERS:
+                return SandboxStatus.UNKNOWN
+            raise from_err(err, "status %s" % raw.spec)
+        if sb.paused:
+            return SandboxStatus.PAUSED
+        if sb.running:
+            return SandboxStatus.RUNNING
+        state = sb.state.decode(errors="replace")
+        if state in ("absent", "stopped", "exited", "dead"):
+            return SandboxStatus.STOPPED
+        if state in ("created", "starting", "configured"):
+            return SandboxStatus.STARTING
+        return SandboxStatus.UNKNOWN
+
+    async def _teardown(self, handle):
+        raw = handle.raw
+        conn, raw.conn = raw.conn, None
+        if conn is not None:
+            await conn.close()
+        if raw.reaper:
+            try:
+                os.kill(raw.reaper, 9)
+                os.waitpid(raw.reaper, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+            raw.reaper = None
+        if raw.owned:
+            err = _lib.Err()
+            rc = await asyncio.get_running_loop().run_in_executor(
+                None, lambda: lib.sbx_sandbox_remove(_lib.enc(raw.spec), byref(err)))
+            if rc != 0:
+                raise from_err(err, "remove %s" % raw.spec)
+
+    async def close(self, handle: SandboxHandle) -> None:
+        """Ends the sandbox's life: its connection closed and, when this provider made it,
+        the sandbox removed. Idempotent."""
+        raw = handle.raw
+        if raw.closed:
+            return
+        await self._teardown(handle)
+        raw.closed = True
+        self._handles.discard(id(handle))
+
+    async def aclose(self) -> None:
+        """Nothing provider-wide to release: each sandbox is closed by close()."""
+
+    async def pause(self, handle: SandboxHandle) -> None:
+        await self._engine_call(handle, lib.sbx_sandbox_pause, "pause")
+
+    async def resume(self, handle: SandboxHandle) -> None:
+        await self._engine_call(handle, lib.sbx_sandbox_resume, "resume")
+
+    async def _engine_call(self, handle, fn, what):
+        raw = self._raw(handle)
+        if what == "pause" and raw.conn is not None:
+            # A paused sandbox answers nothing: the connection would only time out.
+            conn, raw.conn = raw.conn, None
+            await conn.close()
+        err = _lib.Err()
+        rc = await asyncio.get_running_loop().run_in_executor(
+            None, lambda: fn(_lib.enc(raw.spec), byref(err)))
+        if rc != 0:
+            raise from_err(err, "%s %s" % (what, raw.spec))
+
+    # ---- ConnectableProvider ----
+
+    async def serialize_handle(self, handle: SandboxHandle, scope: str | None = None) -> dict:
+        """A JSON descriptor another process rebuilds the handle from (connect). The sandbox's
+        secret is not in it: it stays in this machine's key store (docs/supervision.md)."""
+        raw = self._raw(handle)
+        return {"provider": "sbx", "runner": self.runner, "spec": raw.spec,
+                "env": raw.env, "workdir": raw.workdir, "metadata": raw.metadata}
+
+    async def connect(self, descriptor: Mapping[str, Any]) -> SandboxHandle:
+        """A live handle from serialize_handle's descriptor. The handle does not own the
+        sandbox: its close() closes the connection and leaves the sandbox to its maker."""
+        if descriptor.get("provider") != "sbx" or "spec" not in descriptor:
+            raise SandboxUsageError("not a descriptor of an sbx provider")
+        raw = _Raw(spec=str(descriptor["spec"]), owned=False,
+                   env=dict(descriptor.get("env") or {}), workdir=descriptor.get("workdir"),
+                   metadata=dict(descriptor.get("metadata") or {}),
+                   open_timeout_s=self.open_timeout_s, lock=asyncio.Lock())
+        handle = SandboxHandle(sandbox_id=raw.spec, provider_name=self.name, raw=raw)
+        await (await self._conn(handle)).ping()
+        return handle
+
+
+class AsyncSandbox:
+    """A provider and one of its handles: the object sbx.transfer and sbx.session take."""
+
+    def __init__(self, provider: SbxProvider, handle: SandboxHandle):
+        self.provider = provider
+        self.handle = handle
+
+    @classmethod
+    async def create(cls, provider: SbxProvider, spec: SandboxSpec) -> "AsyncSandbox":
+        return cls(provider, await provider.create(spec))
+
+    @property
+    def sandbox_id(self) -> str:
+        return self.handle.sandbox_id
+
+    async def exec(self, command, cwd=None, env=None, timeout_s=None, user=None):
+        return await self.provider.exec(self.handle, command, cwd=cwd, env=env,
+                                        timeout_s=timeout_s, user=user)
+
+    async def upload_file(self, source_path, target_path):
+        await self.provider.upload_file(self.handle, source_path, target_path)
+
+    async def download_file(self, source_path, target_path):
+        await self.provider.download_file(self.handle, source_path, target_path)
+
+    async def status(self):
+        return await self.provider.status(self.handle)
+
+    async def close(self):
+        await self.provider.close(self.handle)
+
+    async def connection(self) -> Connection:
+        """The native connection (sbx._core.Connection) the transfers use."""
+        return await self.provider._conn(self.handle)
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.close()
