@@ -3,8 +3,12 @@
 # BusyBox image, upload a 10 MiB tree, run a harness under the supervisor, download its
 # output, remove. Prints failures and the wall time; plus the medians of create / first HELLO
 # / rm over 10 sandboxes one at a time.
-# The podman part (skipped with a note when podman is missing; PODMAN=0 skips it), on the
-# BusyBox x86_64 image, each figure against the plain podman way in the same run:
+# The engine part, for podman and then Docker (each skipped with a note when missing; PODMAN=0
+# or DOCKER=0 skips one; a private dockerd is started when none answers, tests/lib/docker.sh),
+# on the BusyBox x86_64 image, each figure against the plain engine way in the same run (shown
+# here for podman; the same rows with docker):
+# - sbx sandbox create / rm against `podman run -d IMAGE sleep` / `podman rm -f`, median of
+#   INJECT_RUNS;
 # - injection + first HELLO (`sbx --runner podman:N hello` on a fresh container, one sbx did
 #   not create, so the agent is delivered) against `podman exec N true` on the same container
 #   just before, median of INJECT_RUNS (5); the same on containers sbx created;
@@ -34,15 +38,17 @@ p=bench$$ # prefix of every container and image made here
 cleanup() {
 	local s c i
 	for s in $("$sbx" sandbox ls --runner ns 2>/dev/null); do "$sbx" sandbox rm "$s" >/dev/null 2>&1; done
-	if command -v podman >/dev/null; then
-		for c in $(podman ps -a --format '{{.Names}}' | grep "^$p-" || true); do
-			podman rm -f -t 0 "$c" >/dev/null 2>&1 || true
+	for e in podman docker; do
+		command -v $e >/dev/null && $e info >/dev/null 2>&1 || continue
+		for c in $($e ps -a --format '{{.Names}}' | grep "^$p-" || true); do
+			E=$e eng_rm "$c" >/dev/null 2>&1 || true
 		done
-		for i in $(podman images --format '{{.Repository}}:{{.Tag}}' | grep "/sbx-$p-" || true); do
-			podman rmi -f "$i" >/dev/null 2>&1 || true
+		for i in $($e images --format '{{.Repository}}:{{.Tag}}' | grep "sbx-$p-" || true); do
+			$e rmi -f "$i" >/dev/null 2>&1 || true
 		done
-	fi
+	done
 	rm -rf "$w" "${hd:-}"
+	[ -z "${docker_dir:-}" ] || docker_down "$docker_dir" || true
 }
 trap cleanup EXIT
 now() { date +%s.%N; }
@@ -68,7 +74,7 @@ for i in $(seq "$n"); do
 	pids+=($!)
 done
 fails=0
-for p in "${pids[@]}"; do wait "$p" || fails=$((fails + 1)); done
+for q in "${pids[@]}"; do wait "$q" || fails=$((fails + 1)); done
 t1=$(now)
 left=$("$sbx" sandbox ls --runner ns | wc -l)
 printf '%d ns sandboxes at once (create, upload 10 MiB, supervised harness, download, rm): %d failures, %d left, wall %.2f s\n' \
@@ -89,63 +95,80 @@ med() { sort -g "$1" | awk '{a[NR]=$1} END{printf "%.1f", a[int((NR+1)/2)]}'; }
 printf 'one at a time, median of 10: create %s ms, first HELLO %s ms, rm %s ms\n' "$(med "$w/c")" "$(med "$w/h")" "$(med "$w/r")"
 ns_ok=0
 [ "$fails" = 0 ] && [ "$left" = 0 ] || ns_ok=1
-if [ "${PODMAN:-1}" = 0 ]; then
-	exit $ns_ok
-elif ! command -v podman >/dev/null; then
-	echo "podman part skipped: no podman"
-	exit $ns_ok
-fi
 
-# ---- podman ----------------------------------------------------------------------------
+# ---- podman and docker-------------------------------------------------------------------------
 [ -f "$img.tar" ] || { echo "no $img.tar (make images)" >&2; exit 1; }
 # Our own name for the tarball and its .sbx-image folder: the import is sbx-$p-busybox-x86_64.
 ln -s "$img.tar" "$w/$p-busybox-x86_64.tar"
 ln -s "$img" "$w/$p-busybox-x86_64"
-P() { "$sbx" --runner "podman:$1" "${@:2}"; }
+lim() { local n; n=$(ulimit "$1"); [ "$n" = unlimited ] || [ "$n" -gt "$2" ] && n=$2; echo "$n"; }
+eng_run() { # NAME IMAGE ARGS...: a container sbx did not make, the engine's own way
+	if [ "$E" = podman ]; then
+		podman --runtime runc --cgroup-manager cgroupfs run -d --name "$1" --network none \
+			--ulimit "nofile=$(lim -n 20000):$(lim -n 20000)" --ulimit "nproc=$(lim -u 1000):$(lim -u 1000)" \
+			"${@:2}" >/dev/null
+	else
+		docker run -d --name "$1" --network none "${@:2}" >/dev/null
+	fi
+}
+eng_rm() { if [ "$E" = podman ]; then podman rm -f -t 0 "$1"; else docker rm -f "$1"; fi; }
+engine_bench() { # ENGINE: the rows of one engine
+E=$1
+P() { "$sbx" --runner "$E:$1" "${@:2}"; }
 ms() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1f\n", (b - a) * 1000}'; }
 medf() { sort -g "$1" | awk '{a[NR]=$1} END{m=a[int((NR+1)/2)]; printf "%.3f", m}'; }
 verdict() { awk -v r="$1" -v t="$2" -v dir="$3" 'BEGIN{ok = dir == "le" ? r <= t : r >= t; print ok ? "met" : "NOT met"}'; }
-pod_fail=0
-fail() { echo "podman bench: FAIL: $*" >&2; pod_fail=1; }
+eng_fail=0
+fail() { echo "$E bench: FAIL: $*" >&2; eng_fail=1; }
 
-base=$p-x
-"$sbx" sandbox create --runner podman --image "$w/$p-busybox-x86_64.tar" --name "$base" \
+base=$p-$E-x
+"$sbx" sandbox create --runner "$E" --image "$w/$p-busybox-x86_64.tar" --name "$base" \
 	--engine-arg --tmpfs=/x:rw,exec,size=4g >/dev/null
 image=sbx-$p-busybox-x86_64
+
+# 0. create and rm, one at a time, against the engine's run -d and rm -f.
+: >"$w/ec" && : >"$w/er" && : >"$w/sc" && : >"$w/sr"
+for i in $(seq "$inject_runs"); do
+	a=$(now); eng_run "$p-r$i" "$image" sleep 1000000; b=$(now)
+	eng_rm "$p-r$i" >/dev/null; c=$(now)
+	ms "$a" "$b" >>"$w/ec"; ms "$b" "$c" >>"$w/er"
+	a=$(now); "$sbx" sandbox create --runner "$E" --image "$image" --name "$p-s$i" >/dev/null; b=$(now)
+	"$sbx" sandbox rm "$E:$p-s$i" >/dev/null; c=$(now)
+	ms "$a" "$b" >>"$w/sc"; ms "$b" "$c" >>"$w/sr"
+done
+echo "$E, median of $inject_runs, one at a time: $E run -d %s ms, sbx sandbox create %s ms; $E rm -f %s ms, sbx sandbox rm %s ms" |
+	sed "s/%s/$(medf "$w/ec")/; s/%s/$(medf "$w/sc")/; s/%s/$(medf "$w/er")/; s/%s/$(medf "$w/sr")/"
 
 # 1. injection + first HELLO on a fresh container, against podman exec N true on it. Two
 # kinds of container: one sbx did not create (`podman run IMAGE sleep`: the agent is not
 # there and is delivered), and one `sbx sandbox create` made (its init is the agent already).
-lim() { local n; n=$(ulimit "$1"); [ "$n" = unlimited ] || [ "$n" -gt "$2" ] && n=$2; echo "$n"; }
 want_sha=$(sha256sum "$top/build/agent/x86_64/sbx-agent" | cut -d' ' -f1)
 : >"$w/pe" && : >"$w/pi" && : >"$w/pl" && : >"$w/ce" && : >"$w/ci"
 for i in $(seq "$inject_runs"); do
-	c=$p-i$i
-	podman --runtime runc --cgroup-manager cgroupfs run -d --name "$c" --network none \
-		--ulimit "nofile=$(lim -n 20000):$(lim -n 20000)" --ulimit "nproc=$(lim -u 1000):$(lim -u 1000)" \
-		"$image" sleep 1000000 >/dev/null
-	a=$(now); podman exec "$c" true; b=$(now)
+	c=$p-$E-i$i
+	eng_run "$c" "$image" sleep 1000000
+	a=$(now); $E exec "$c" true; b=$(now)
 	P "$c" hello >"$w/hello"; d=$(now)
 	P "$c" hello >/dev/null; e=$(now)
 	grep -qx "sha256 $want_sha" "$w/hello" || fail "injection: HELLO's digest"
-	[ "$(podman exec "$c" sha256sum "/tmp/.sbx-agent-${want_sha:0:12}" | cut -d' ' -f1)" = "$want_sha" ] ||
+	[ "$($E exec "$c" sha256sum "/tmp/.sbx-agent-${want_sha:0:12}" | cut -d' ' -f1)" = "$want_sha" ] ||
 		fail "injection: the agent is not in the container's /tmp"
 	ms "$a" "$b" >>"$w/pe"; ms "$b" "$d" >>"$w/pi"; ms "$d" "$e" >>"$w/pl"
-	"$sbx" sandbox rm "podman:$c" >/dev/null
-	"$sbx" sandbox create --runner podman --image "$image" --name "$c" >/dev/null
-	a=$(now); podman exec "$c" true; b=$(now)
+	"$sbx" sandbox rm "$E:$c" >/dev/null
+	"$sbx" sandbox create --runner "$E" --image "$image" --name "$c" >/dev/null
+	a=$(now); $E exec "$c" true; b=$(now)
 	P "$c" hello >"$w/hello"; d=$(now)
 	grep -qx "sha256 $want_sha" "$w/hello" || fail "created: HELLO's digest"
 	ms "$a" "$b" >>"$w/ce"; ms "$b" "$d" >>"$w/ci"
-	"$sbx" sandbox rm "podman:$c" >/dev/null
+	"$sbx" sandbox rm "$E:$c" >/dev/null
 done
 pe=$(medf "$w/pe") pi=$(medf "$w/pi") pl=$(medf "$w/pl") ce=$(medf "$w/ce") ci=$(medf "$w/ci")
 r=$(awk -v a="$pi" -v b="$pe" 'BEGIN{printf "%.2f", a / b}')
 r2=$(awk -v a="$ci" -v b="$ce" 'BEGIN{printf "%.2f", a / b}')
-echo "podman, median of $inject_runs fresh BusyBox containers each way:"
-printf '  not made by sbx (podman run ... sleep): podman exec N true %.0f ms; injection (agent delivered) + first HELLO %.0f ms: x%s (target <= 1.5: %s); a later HELLO %.0f ms\n' \
+echo "$E, median of $inject_runs fresh BusyBox containers each way:"
+printf "  not made by sbx ($E run ... sleep): $E exec N true %.0f ms; injection (agent delivered) + first HELLO %.0f ms: x%s (target <= 1.5: %s); a later HELLO %.0f ms\n" \
 	"$pe" "$pi" "$r" "$(verdict "$r" 1.5 le)" "$pl"
-printf '  made by sbx sandbox create (init is the agent): podman exec N true %.0f ms; first HELLO %.0f ms: x%s\n' \
+printf "  made by sbx sandbox create (init is the agent): $E exec N true %.0f ms; first HELLO %.0f ms: x%s\n" \
 	"$ce" "$ci" "$r2"
 
 # 2. 1000 kind probes over one retained session (opened and HELLOed first; only the probes
@@ -155,7 +178,7 @@ printf '  made by sbx sandbox create (init is the agent): podman exec N true %.0
 P "$base" hello >/dev/null # injection outside the figure
 probe() { # env...: "channel mean_us"
 	local out
-	out=$(env "$@" "$bench_probe" "podman:$base" 1000) || { fail "bench_probe $*"; echo "? 0"; return; }
+	out=$(env "$@" "$bench_probe" "$E:$base" 1000) || { fail "bench_probe $*"; echo "? 0"; return; }
 	echo "$(echo "$out" | sed -n 's/^channel //p') $(echo "$out" | tail -1 | cut -d' ' -f2)"
 }
 read -r ch_res us_res < <(probe SBX_DIRECT=1)
@@ -163,7 +186,7 @@ read -r ch_direct us_direct < <(probe SBX_RESIDENT=0)
 read -r ch_exec us_exec < <(probe SBX_DIRECT=0)
 [ "$ch_res" = resident ] && [ "$ch_direct" = direct ] && [ "$ch_exec" = exec ] ||
 	fail "probes: channels $ch_res / $ch_direct / $ch_exec"
-cat >"$w/probe.py" <<'PY'
+[ -f "$w/probe.py" ] || cat >"$w/probe.py" <<'PY'
 import json, subprocess, sys, time
 p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
 out = p.stdout
@@ -181,17 +204,17 @@ p.stdin.close()
 p.wait()
 print((t1 - t0) / n * 1e6, dirs)
 PY
-read -r us_cli dirs < <(python3 "$w/probe.py" "$sbx" --runner "podman:$base" session)
+read -r us_cli dirs < <(python3 "$w/probe.py" "$sbx" --runner "$E:$base" session)
 [ "$dirs" = 1000 ] || fail "probes: $dirs of 1000 answered dir"
 a=$(now)
-for i in $(seq 20); do podman exec "$base" sh -c '[ -d /tmp ]' || fail "podman exec probe"; done
+for i in $(seq 20); do $E exec "$base" sh -c '[ -d /tmp ]' || fail "$E exec probe"; done
 b=$(now)
-awk -v l="$us_res" -v d="$us_direct" -v x="$us_exec" -v c="$us_cli" -v a="$a" -v b="$b" 'BEGIN{
+awk -v E="$E" -v l="$us_res" -v d="$us_direct" -v x="$us_exec" -v c="$us_cli" -v a="$a" -v b="$b" 'BEGIN{
 	pp = (b - a) / 20 * 1e6; r = pp / l
-	printf "  podman exec N sh -c %s: %.1f ms each (20)\n", "\"[ -d /tmp ]\"", pp / 1e3
+	printf "  %s exec N sh -c %s: %.1f ms each (20)\n", E, "\"[ -d /tmp ]\"", pp / 1e3
 	printf "  1000 kind probes over one session (libsbx, one at a time), on the resident agent (no exec): %.0f us each: x%.0f (target >= 1000: %s)\n", l, r, (r >= 1000 ? "met" : "NOT met")
-	printf "  the same with SBX_RESIDENT=0 (podman exec, then the direct socket): %.0f us each: x%.0f\n", d, pp / d
-	printf "  the same with SBX_DIRECT=0 (frames through podman exec): %.0f us each: x%.0f\n", x, pp / x
+	printf "  the same with SBX_RESIDENT=0 (%s exec, then the direct socket): %.0f us each: x%.0f\n", E, d, pp / d
+	printf "  the same with SBX_DIRECT=0 (frames through %s exec): %.0f us each: x%.0f\n", E, x, pp / x
 	printf "  the same through the sbx CLI (JSON lines from Python, on the resident agent): %.0f us each: x%.0f\n", c, pp / c }'
 
 # 3. transfers: the transfer bench's two data sets, against tar through podman exec.
@@ -212,14 +235,14 @@ secs() { # command...: prints its wall time
 }
 # What a tree holds, as "files bytes", on the host and in the container (for the checks).
 host_sum() { find "$1" -type f -printf '%s\n' | awk '{n++; s+=$1} END{print n+0, s+0}'; }
-cont_sum() { podman exec "$base" sh -c "find '$1' -type f | wc -l; find '$1' -type f -exec cat {} + | wc -c" | paste -sd' '; }
-tar_up() { tar -C "$1" -cf - . | podman exec -i "$base" tar -xf - -C "$2"; }
-tar_down() { podman exec "$base" tar -cf - -C "$1" . | tar -xf - -C "$2"; }
+cont_sum() { $E exec "$base" sh -c "find '$1' -type f | wc -l; find '$1' -type f -exec cat {} + | wc -c" | paste -sd' '; }
+tar_up() { tar -C "$1" -cf - . | $E exec -i "$base" tar -xf - -C "$2"; }
+tar_down() { $E exec "$base" tar -cf - -C "$1" . | tar -xf - -C "$2"; }
 sbx_up() { P "$base" upload-dir "$1" "$2"; }
 sbx_down() { P "$base" download-dir "$1" "$2"; }
 exec_up() { SBX_RESIDENT=0 P "$base" upload-dir "$1" "$2"; }
 exec_down() { SBX_RESIDENT=0 P "$base" download-dir "$1" "$2"; }
-echo "  transfers into/out of a podman BusyBox container sbx made, median of $runs (ratio = tar pipe s / sbx s; target >= 1.5); each sbx figure is one CLI run, session included (the resident agent; the exec way below it: SBX_RESIDENT=0):"
+echo "  transfers into/out of a $E BusyBox container sbx made, median of $runs (ratio = tar pipe s / sbx s; target >= 1.5); each sbx figure is one CLI run, session included (the resident agent; the exec way below it: SBX_RESIDENT=0):"
 printf '  %-22s %9s %9s %7s %9s %9s %7s  %s\n' set "tar up" "sbx up" ratio "tar down" "sbx down" ratio "(target >= 1.5)"
 for set in big small; do
 	want=$(host_sum "$hd/$set")
@@ -227,13 +250,13 @@ for set in big small; do
 	: >"$w/t.tu" && : >"$w/t.su" && : >"$w/t.td" && : >"$w/t.sd" && : >"$w/t.xu" && : >"$w/t.xd"
 	for r in $(seq "$runs"); do
 		last=$([ "$r" = "$runs" ] && echo 1 || echo 0)
-		podman exec "$base" mkdir /x/dst
+		$E exec "$base" mkdir /x/dst
 		secs tar_up "$hd/$set" /x/dst >>"$w/t.tu"
 		[ $last = 1 ] && { [ "$(cont_sum /x/dst)" = "$want" ] || fail "$set: tar up: $(cont_sum /x/dst) != $want"; }
-		podman exec "$base" rm -rf /x/dst
+		$E exec "$base" rm -rf /x/dst
 		secs sbx_up "$hd/$set" /x/dst >>"$w/t.su"
 		[ $last = 1 ] && { [ "$(cont_sum /x/dst)" = "$want" ] || fail "$set: sbx up: $(cont_sum /x/dst) != $want"; }
-		podman exec "$base" rm -rf /x/dst
+		$E exec "$base" rm -rf /x/dst
 		mkdir "$hd/dst"
 		secs tar_down "/x/src/$set" "$hd/dst" >>"$w/t.td"
 		[ $last = 1 ] && { [ "$(host_sum "$hd/dst")" = "$want" ] || fail "$set: tar down"; }
@@ -241,14 +264,14 @@ for set in big small; do
 		secs sbx_down "/x/src/$set" "$hd/dst" >>"$w/t.sd"
 		[ $last = 1 ] && { diff -rq "$hd/$set" "$hd/dst" >/dev/null || fail "$set: sbx down differs"; }
 		rm -rf "$hd/dst"
-		# The exec way (podman exec, then the direct socket), for the record.
-		podman exec "$base" mkdir /x/dst
+		# The exec way ($E exec, then the direct socket), for the record.
+		$E exec "$base" mkdir /x/dst
 		secs exec_up "$hd/$set" /x/dst >>"$w/t.xu"
-		podman exec "$base" rm -rf /x/dst
+		$E exec "$base" rm -rf /x/dst
 		secs exec_down "/x/src/$set" "$hd/dst" >>"$w/t.xd"
 		rm -rf "$hd/dst"
 	done
-	podman exec "$base" rm -rf "/x/src/$set"
+	$E exec "$base" rm -rf "/x/src/$set"
 	tu=$(medf "$w/t.tu") su=$(medf "$w/t.su") td=$(medf "$w/t.td") sd=$(medf "$w/t.sd")
 	name=$([ $set = big ] && echo "(a) 1 GiB in 8 files" || echo "(b) 50,000 x 1 KiB")
 	ru=$(awk -v a="$tu" -v b="$su" 'BEGIN{print a / b}')
@@ -262,6 +285,27 @@ for set in big small; do
 		"$(awk -v a="$td" -v b="$xd" 'BEGIN{print a / b}')"
 	rm -rf "$hd/$set"
 done
-"$sbx" sandbox rm "podman:$base" >/dev/null
-[ $pod_fail = 0 ] || ns_ok=1
+rm -rf "$hd"
+"$sbx" sandbox rm "$E:$base" >/dev/null
+[ $eng_fail = 0 ] || ns_ok=1
+}
+
+if [ "${PODMAN:-1}" = 0 ]; then
+	echo "podman part skipped: PODMAN=0"
+elif ! command -v podman >/dev/null; then
+	echo "podman part skipped: no podman"
+else
+	engine_bench podman
+fi
+. "$top/tests/lib/docker.sh"
+if [ "${DOCKER:-1}" = 0 ]; then
+	echo "docker part skipped: DOCKER=0"
+else
+	docker_dir=$(mktemp -d /tmp/sbx-bench-dockerd-XXXXXX)
+	if docker_up "$docker_dir" >/dev/null 2>&1; then
+		engine_bench docker
+	else
+		echo "docker part skipped: no Docker engine (toolchain/deps.sh installs docker.io)"
+	fi
+fi
 exit $ns_ok
