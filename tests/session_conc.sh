@@ -5,9 +5,9 @@
 # the exact bytes; a cancel ends a running exec at once (unavailable, ECANCELED) and kills its
 # process; "sandbox" sends requests to two sandboxes from one process, with and without
 # --runner; a missing sandbox, a garbage line and a request without op are error lines, and the
-# session goes on. Shown able to fail: against the sbx of main before this suite (d46f439,
+# session goes on; a kind and a ping sent after a 64 MiB upload are answered before it. Shown able to fail: against the sbx of main before this suite (d46f439,
 # requests one at a time, no events, no cancel, no "sandbox"; SBX_KEEP_GOING=1) each of the
-# five fails.
+# six fails.
 . "$(dirname "$0")/lib/suite.sh"
 suite_begin root
 sbx=$(realpath "$1")
@@ -124,3 +124,15 @@ assert "op" in ans(1)["error"]["message"], ans(1)
 assert ans(3)["ok"] is False and ans(3)["error"]["class"] in ("unavailable", "usage"), ans(3)
 assert ans(5) == {"id": 5, "ok": True, "kind": "dir"}, ans(5)'
 ok "errors: garbage, a non-object, no op, an unknown op, a missing sandbox, a bad sandbox: error lines (with the id when there is one); the next request answered"
+
+# 6: a probe while an upload is in flight on the same session
+mkdir -p "$w/big" && head -c $((64 << 20)) /dev/urandom >"$w/big/f"
+printf '%s\n' '{"id":"u","op":"upload_dir","source":"'"$w/big"'","target":"/tmp/big"}' \
+	'{"id":"k","op":"kind","path":"/tmp"}' '{"id":"p","op":"ping"}' >"$w/s7"
+drive "$w/s7" "$w/o7" --runner "ns:$a" || die "session 7"
+check "$w/o7" '
+assert at("k") < at("u") and at("p") < at("u"), L
+assert ans("k")["kind"] == "dir" and ans("p")["ok"] is True, L
+u = ans("u")
+assert u["ok"] is True and u["files"] == 1 and u["bytes"] == 64 << 20, u'
+ok "an upload of 64 MiB in flight: a kind and a ping sent after it are answered before it; the upload is whole"

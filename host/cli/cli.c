@@ -156,7 +156,9 @@ static void help_all(FILE *f)
 /* The ops of `sbx session`: every row with a JSON form. */
 static void help_ops(FILE *f)
 {
-	fputs("ops (each line: {\"op\": OP, \"id\": optional, echoed, FIELDS}):\n", f);
+	fputs("ops (each line: {\"op\": OP, \"id\": optional, echoed, \"sandbox\": optional, "
+	      "FIELDS}):\n",
+	      f);
 	for (const struct cli_cmd *const *t = cmds; *t != NULL; t++) {
 		if ((*t)->op == NULL)
 			continue;
@@ -713,39 +715,38 @@ static size_t lines_of(struct lines *L, char *buf, size_t len, int eof)
  * earliest. Its count, or -1 without memory. */
 static int poll_set(struct lines *L, int eof, struct pollfd **fds, size_t *cap, int64_t *deadline)
 {
-	size_t n = 0;
+	size_t n = 0, room = 8;
 	*deadline = INT64_MAX;
-	for (size_t i = 0; i <= L->nsess; i++) {
-		if (i == 0 && eof)
-			continue;
-		if (i > 0 && sbx_session_ops(L->sess[i - 1].s) == 0)
-			continue;
-		for (;;) {
-			if (*cap - n < 8) {
-				struct pollfd *t = realloc(*fds, (*cap * 2 + 8) * sizeof *t);
-				if (t == NULL)
-					return -1;
-				*fds = t;
-				*cap = *cap * 2 + 8;
-			}
-			if (i == 0) {
-				(*fds)[n++] = (struct pollfd){0, POLLIN, 0};
-				break;
-			}
-			int64_t d;
-			int k = sbx_session_fds(L->sess[i - 1].s, *fds + n, (int)(*cap - n), &d);
-			if ((size_t)k < *cap - n) {
-				n += (size_t)k;
-				if (d < *deadline)
-					*deadline = d;
-				break;
-			}
-			*cap = *cap * 2 + 8; /* full: perhaps more; grown, then asked again */
-			struct pollfd *t = realloc(*fds, *cap * sizeof *t);
+	for (size_t i = 0; i <= L->nsess;) {
+		if (*cap - n < room) {
+			struct pollfd *t = realloc(*fds, (n + 2 * room) * sizeof *t);
 			if (t == NULL)
 				return -1;
 			*fds = t;
+			*cap = n + 2 * room;
 		}
+		if (i == 0) {
+			if (!eof)
+				(*fds)[n++] = (struct pollfd){0, POLLIN, 0};
+			i++;
+			continue;
+		}
+		struct sbx_session *s = L->sess[i - 1].s;
+		int64_t d;
+		int k = 0;
+		if (sbx_session_ops(s) > 0) {
+			k = sbx_session_fds(s, *fds + n, (int)(*cap - n), &d);
+			if ((size_t)k == *cap - n) {
+				room = 2 * (*cap -
+				            n); /* full: perhaps more, asked again with more room */
+				continue;
+			}
+			if (d < *deadline)
+				*deadline = d;
+		}
+		n += (size_t)k;
+		room = 8;
+		i++;
 	}
 	return (int)n;
 }
@@ -763,8 +764,8 @@ static int session_run(struct cli_call *sc, struct sbx_err *e)
 	if (opts_spec(sc->o, L.defspec, sizeof L.defspec, e) != 0 ||
 	    ((sc->o->via != NULL || sc->o->runner != NULL) &&
 	     session_get(&L, L.defspec, &s, e) != 0))
-		return -1;
-	while (!eof || L.flight != NULL) {
+		rc = -1;
+	while (rc == 0 && (!eof || L.flight != NULL)) {
 		int64_t deadline;
 		int n = poll_set(&L, eof, &fds, &fcap, &deadline);
 		if (n < 0) {
@@ -804,7 +805,7 @@ static int session_run(struct cli_call *sc, struct sbx_err *e)
 				sbx_session_step(L.sess[i].s);
 		drain(&L);
 	}
-	while (L.flight != NULL) { /* only after a failure above */
+	while (L.flight != NULL) { /* only after a failure */
 		struct pending *p = L.flight;
 		L.flight = p->next;
 		sbx_op_free(p->op);
