@@ -515,6 +515,14 @@ static int same_id(const struct sbx_json *a, const struct sbx_json *b)
 	       al == bl && memcmp(as, bs, al) == 0;
 }
 
+/* The line's end: written out whole, at once. */
+static void line_out(struct sbx_jw *w)
+{
+	sbx_jw_obj_end(w);
+	print_json(w);
+	fflush(stdout);
+}
+
 /* One answer line: the call's result (e NULL), or the error. */
 static void answer(struct sbx_jw *w, const struct sbx_json *id, struct cli_call *c,
                    const struct sbx_err *e)
@@ -525,9 +533,7 @@ static void answer(struct sbx_jw *w, const struct sbx_json *id, struct cli_call 
 		call_print(c);
 	else
 		json_err(w, e);
-	sbx_jw_obj_end(w);
-	print_json(w);
-	fflush(stdout);
+	line_out(w);
 }
 
 void cli_event(const struct cli_call *c, const char *name, const void *data, size_t n)
@@ -538,9 +544,7 @@ void cli_event(const struct cli_call *c, const char *name, const void *data, siz
 	json_id(&w, c->id);
 	sbx_jw_kstr(&w, "event", name);
 	sbx_jw_kb64(&w, "data_b64", data, n);
-	sbx_jw_obj_end(&w);
-	print_json(&w);
-	fflush(stdout);
+	line_out(&w);
 	sbx_jw_free(&w);
 }
 
@@ -589,9 +593,7 @@ static int cancel(struct lines *L, struct sbx_json *req, struct sbx_err *e)
 	json_id(L->w, id);
 	json_ok(L->w);
 	sbx_jw_kstr(L->w, "op", "cancel");
-	sbx_jw_obj_end(L->w);
-	print_json(L->w);
-	fflush(stdout);
+	line_out(L->w);
 	sbx_json_free(req);
 	return 0;
 }
@@ -649,7 +651,7 @@ fail:
 	return -1;
 }
 
-static void line(struct lines *L, const char *text, size_t n)
+static void one_line(struct lines *L, const char *text, size_t n)
 {
 	struct sbx_json *req = NULL;
 	struct sbx_err e;
@@ -702,7 +704,7 @@ static size_t lines_of(struct lines *L, char *buf, size_t len, int eof)
 		while (n > 0 && buf[start + n - 1] == '\r')
 			n--;
 		if (n > 0) {
-			line(L, buf + start, n);
+			one_line(L, buf + start, n);
 			drain(L); /* what ended while a blocking row ran */
 		}
 		start = nl != NULL ? end + 1 : len;
