@@ -115,6 +115,7 @@ const char *sbx_session_channel(const struct sbx_session *s);
 
 /* The deadline of each later call, in seconds (> 0). */
 void sbx_session_set_timeout(struct sbx_session *s, double seconds);
+double sbx_session_timeout(const struct sbx_session *s);
 
 /* The channel process's stderr so far (at most its last 4 KiB), NUL-terminated. */
 const char *sbx_session_stderr(const struct sbx_session *s);

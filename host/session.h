@@ -182,8 +182,6 @@ uint8_t *sbx_req_buf(size_t need, struct sbx_msgw *w, struct sbx_err *e);
 /* The error a RESPONSE carries: -1 with *e set when its STATUS is not ok. */
 int sbx_response_status(const uint8_t *p, size_t len, struct sbx_err *e);
 
-double sbx_session_timeout(const struct sbx_session *s);
-
 /* ---- a job's stdin (exec, upload) ---- */
 
 /* Moves what it can of fd (non-blocking) to p's stdin channel within p's credit: by splice

@@ -24,11 +24,16 @@ out=$(printf '%s\n' "$run"; printf '%s\n' \
 	'{"id":6,"op":"rearm","run_dir":"'"$w"'/s"}' \
 	'{"id":7,"op":"close","run_dir":"'"$w"'/s"}' \
 	'{"id":8,"op":"run","run_dir":"'"$w"'/s","argv":["true"]}' \
-	'{"id":9,"op":"run","run_dir":"'"$w"'/e","argv":["sh","-c","id -u; id -g; echo A=$A; env; pwd; head -c 100000 /dev/zero | tr \"\\\\0\" x"],"user":65534,"env":{"A":"b c"},"env_clear":true,"cwd":"/tmp","timeout":10,"grace":1,"log_max":4096}' \
+	'{"id":9,"op":"run","run_dir":"'"$w"'/e","argv":["sh","-c","id -u; id -g; echo A=$A; env; pwd; head -c 100000 /dev/zero | tr \"\\\\0\" x"],"user":65534,"env":{"A":"b c"},"env_clear":true,"cwd":"/tmp","timeout":10,"grace":1,"log_max":4096}' | "$sbx" session)
+# Run 9's receipt, output and state: asked once its run was answered (a client that wants
+# order waits: a receipt asked with the run in flight may come before the run folder exists).
+out="$out
+$(printf '%s\n' \
 	'{"id":10,"op":"receipt","run_dir":"'"$w"'/e","wait":10}' \
 	'{"id":11,"op":"output","run_dir":"'"$w"'/e"}' \
-	'{"id":12,"op":"attach","run_dir":"'"$w"'/e"}' | "$sbx" session)
-line() { printf '%s\n' "$out" | sed -n "$1p"; }
+	'{"id":12,"op":"attach","run_dir":"'"$w"'/e"}' | "$sbx" session)"
+# Answers come as operations end (sbx session runs them concurrently): each found by its id.
+line() { printf '%s\n' "$out" | grep "^{\"id\":$1,"; }
 line 1 | grep -q '"id":1,"ok":true,"supervisor_pid":' || die "run: $(line 1)"
 line 2 | grep -q '"verified":true' && line 2 | grep -q '\\"status\\":4' || die "receipt: $(line 2)"
 line 3 | grep -q '"verified":false' || die "a receipt under another key: $(line 3)"

@@ -238,12 +238,21 @@ grep -q "keep_out" "$w/err" || die "no warning"
 ok "upload-archive: a target diverted into keep_out returns false, touches nothing"
 
 # ---- JSON lines ----
+# sbx session answers as operations end: the client waits for the upload before the requests
+# that read what it wrote (tests/lib/session_drive.py).
+drive() { # SCRIPT OUT SBX-ARGS...: the session driven by SCRIPT, its answers in OUT
+	local script=$1 out=$2
+	shift 2
+	rm -f "$w/answers" && mkfifo "$w/answers"
+	python3 "$top/tests/lib/session_drive.py" "$script" "$out" "$w/answers" | "$@" session >"$w/answers"
+}
 printf '%s\n' \
-	"{\"id\":1,\"op\":\"upload_dir\",\"source\":\"$w/u1\",\"target\":\"$sb/j\"}" \
+	"{\"id\":1,\"op\":\"upload_dir\",\"source\":\"$w/u1\",\"target\":\"$sb/j\"}" wait \
 	"{\"id\":2,\"op\":\"remote_kind\",\"path\":\"$sb/j/t\"}" \
 	"{\"id\":3,\"op\":\"download_path\",\"source\":\"$sb/j/sub\",\"target\":\"$w/j\"}" \
 	"{\"id\":4,\"op\":\"exec_as_root\",\"command\":\"id -u\"}" \
-	"{\"id\":5,\"op\":\"remote_kind\",\"path\":\"$sb/none\"}" | S session >"$w/j.out"
+	"{\"id\":5,\"op\":\"remote_kind\",\"path\":\"$sb/none\"}" >"$w/j.in"
+drive "$w/j.in" "$w/j.out" S
 grep -q '"id":1,"ok":true' "$w/j.out" && grep -q '"id":2,"ok":true,"kind":"file"' "$w/j.out" &&
 	grep -q '"id":3,"ok":true,"kind":"dir"' "$w/j.out" && grep -q '"id":5,"ok":true,"kind":null' "$w/j.out" &&
 	grep -q '"id":4,"ok":true,"outcome":"exited","code":0,"user_fallback":false,.*"stdout":"0\\n"' "$w/j.out" ||
@@ -264,8 +273,9 @@ head -c $((16 << 20)) /dev/urandom >"$w/bulk/b"
 bulk=$((64 << 20))
 io='cat /proc/$PPID/io'
 printf '%s\n' \
-	"{\"id\":1,\"op\":\"upload_dir\",\"source\":\"$w/bulk\",\"target\":\"$sb/bulk\"}" \
-	"{\"id\":2,\"op\":\"exec_as_root\",\"command\":\"$io\"}" | V "eof -1 -1" session >"$w/bulk.up"
+	"{\"id\":1,\"op\":\"upload_dir\",\"source\":\"$w/bulk\",\"target\":\"$sb/bulk\"}" wait \
+	"{\"id\":2,\"op\":\"exec_as_root\",\"command\":\"$io\"}" >"$w/bulk.in"
+drive "$w/bulk.in" "$w/bulk.up" V "eof -1 -1"
 cmp "$w/bulk/a" "$sb/bulk/a" && cmp "$w/bulk/b" "$sb/bulk/b" || die "bulk upload differs"
 ioget() { grep -o "$2: [0-9]*" "$1" | cut -d' ' -f2; }
 ur=$(ioget "$w/bulk.up" rchar) uw=$(ioget "$w/bulk.up" wchar)

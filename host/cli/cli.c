@@ -3,6 +3,7 @@
  * commands without a family (session, help, version, arches, selftest). */
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,7 +156,9 @@ static void help_all(FILE *f)
 /* The ops of `sbx session`: every row with a JSON form. */
 static void help_ops(FILE *f)
 {
-	fputs("ops (each line: {\"op\": OP, \"id\": optional, echoed, FIELDS}):\n", f);
+	fputs("ops (each line: {\"op\": OP, \"id\": optional, echoed, \"sandbox\": optional, "
+	      "FIELDS}):\n",
+	      f);
 	for (const struct cli_cmd *const *t = cmds; *t != NULL; t++) {
 		if ((*t)->op == NULL)
 			continue;
@@ -311,20 +314,34 @@ int jdouble(const struct sbx_json *req, const char *key, double *out, struct sbx
 
 /* ---- dispatch ---- */
 
-/* brief: one probe and done (a podman container's PID is then not asked for the direct socket). */
-static int open_session(const struct opts *o, int brief, struct sbx_session **s, struct sbx_err *e)
+/* The spec of the session the options name: --via, --runner, else local. */
+static int opts_spec(const struct opts *o, char *spec, size_t cap, struct sbx_err *e)
 {
-	char spec[4200];
-	if ((size_t)snprintf(spec, sizeof spec, "%s%s", o->via ? "via:" : "",
+	if ((size_t)snprintf(spec, cap, "%s%s", o->via ? "via:" : "",
 	                     o->via      ? o->via
 	                     : o->runner ? o->runner
-	                                 : "local") >= sizeof spec)
+	                                 : "local") >= cap)
 		return sbx_err_set(e, SBX_EUSAGE, ENAMETOOLONG, "--via or --runner too long");
+	return 0;
+}
+
+/* brief: one probe and done (a podman container's PID is then not asked for the direct socket). */
+static int open_spec(const struct opts *o, const char *spec, int brief, struct sbx_session **s,
+                     struct sbx_err *e)
+{
 	struct sbx_open_opts oo = {.agent_dir = o->agent_dir,
 	                           .agent = o->agent,
 	                           .timeout_s = o->timeout,
 	                           .brief = brief};
 	return sbx_open(spec, &oo, s, e);
+}
+
+static int open_session(const struct opts *o, int brief, struct sbx_session **s, struct sbx_err *e)
+{
+	char spec[4200];
+	if (opts_spec(o, spec, sizeof spec, e) != 0)
+		return -1;
+	return open_spec(o, spec, brief, s, e);
 }
 
 static struct cli_call *call_new(const struct cli_cmd *row, const struct opts *o, struct sbx_jw *w)
@@ -433,7 +450,36 @@ static int run_argv(const struct opts *o, const struct cli_cmd *row, const struc
 	return status;
 }
 
-/* ---- session: JSON lines, through the same rows ---- */
+/* ---- session: JSON lines, through the same rows, many in flight ----
+ *
+ * stdin is polled together with the fds of every session that has operations in flight. A
+ * request whose row has start and finish goes in flight and is answered when its op ends; the
+ * others run (blocking, which also moves every op in flight on that session) when their line
+ * arrives. Answers come in the order operations end, each with its request's "id". Sessions
+ * are kept per runner spec ("sandbox"), opened (blocking) on first use. Each answer and event
+ * is one whole line, written and flushed at once. */
+
+struct sess {
+	char *spec;
+	struct sbx_session *s;
+};
+
+/* A request in flight: its call, the request it points into, its op. */
+struct pending {
+	struct cli_call *c;
+	struct sbx_json *req;
+	struct sbx_op *op;
+	struct pending *next;
+};
+
+struct lines {
+	const struct cli_call *sc;
+	struct sbx_jw *w;
+	struct sess *sess;
+	size_t nsess;
+	struct pending *flight;
+	char defspec[4200]; /* a request without "sandbox": --via, --runner, else local */
+};
 
 static const struct cli_cmd *find_op(const char *op)
 {
@@ -444,35 +490,9 @@ static const struct cli_cmd *find_op(const char *op)
 	return NULL;
 }
 
-static int session_one(const struct cli_call *sc, const struct sbx_json *req, struct sbx_err *e)
+/* A request's "id", echoed first in its answers (an integer or a string). */
+static void json_id(struct sbx_jw *w, const struct sbx_json *id)
 {
-	const char *op = jstr(req, "op");
-	if (op == NULL)
-		return sbx_err_set(e, SBX_EUSAGE, 0, "request without \"op\"");
-	const struct cli_cmd *row = find_op(op);
-	if (row == NULL)
-		return sbx_err_set(e, SBX_EUSAGE, 0, "unknown op \"%s\"", op);
-	struct cli_call *c = call_new(row, sc->o, sc->w);
-	if (c == NULL)
-		return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "a request");
-	c->op = op;
-	c->s = sc->s;
-	c->json = 1;
-	c->lines = 1;
-	int rc = -1;
-	if ((row->parse_json == NULL || row->parse_json(c, req, e) == 0) &&
-	    (row->run == NULL || row->run(c, e) == 0)) {
-		call_print(c);
-		rc = 0;
-	}
-	call_free(c);
-	return rc;
-}
-
-/* The request's "id", echoed first in its answer (an integer or a string). */
-static void json_id(struct sbx_jw *w, const struct sbx_json *req)
-{
-	const struct sbx_json *id = sbx_json_get(req, "id");
 	int64_t iv;
 	size_t il;
 	const char *is;
@@ -482,56 +502,347 @@ static void json_id(struct sbx_jw *w, const struct sbx_json *req)
 		sbx_jw_kstrn(w, "id", is, il);
 }
 
-static int session_run(struct cli_call *sc, struct sbx_err *e0)
+static int same_id(const struct sbx_json *a, const struct sbx_json *b)
 {
-	(void)e0;
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	struct sbx_jw *w = sc->w;
-	sc->answered = 1;
-	while ((n = getline(&line, &cap, stdin)) >= 0) {
-		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-			line[--n] = '\0';
-		if (n == 0)
-			continue;
-		struct sbx_json *req = NULL;
-		struct sbx_err e;
-		sbx_jw_obj_begin(w);
-		if (sbx_json_parse(line, (size_t)n, &req, &e) != 0) {
-			json_err(w, &e);
-		} else if (req->type != SBX_JSON_OBJECT) {
-			sbx_err_set(&e, SBX_EUSAGE, 0, "a request is a JSON object");
-			json_err(w, &e);
-		} else {
-			json_id(w, req);
-			if (session_one(sc, req, &e) != 0) {
-				/* A failure midway may have written fields: start the line again
-				 * with only the id and the error. */
-				sbx_jw_reset(w);
-				sbx_jw_obj_begin(w);
-				json_id(w, req);
-				json_err(w, &e);
-			}
+	int64_t ai, bi;
+	size_t al, bl;
+	const char *as, *bs;
+	if (a == NULL || b == NULL)
+		return 0;
+	if (sbx_json_int(a, &ai) == 0)
+		return sbx_json_int(b, &bi) == 0 && ai == bi;
+	return (as = sbx_json_str(a, &al)) != NULL && (bs = sbx_json_str(b, &bl)) != NULL &&
+	       al == bl && memcmp(as, bs, al) == 0;
+}
+
+/* The line's end: written out whole, at once. */
+static void line_out(struct sbx_jw *w)
+{
+	sbx_jw_obj_end(w);
+	print_json(w);
+	fflush(stdout);
+}
+
+/* One answer line: the call's result (e NULL), or the error. */
+static void answer(struct sbx_jw *w, const struct sbx_json *id, struct cli_call *c,
+                   const struct sbx_err *e)
+{
+	sbx_jw_obj_begin(w);
+	json_id(w, id);
+	if (e == NULL)
+		call_print(c);
+	else
+		json_err(w, e);
+	line_out(w);
+}
+
+void cli_event(const struct cli_call *c, const char *name, const void *data, size_t n)
+{
+	struct sbx_jw w;
+	sbx_jw_init(&w);
+	sbx_jw_obj_begin(&w);
+	json_id(&w, c->id);
+	sbx_jw_kstr(&w, "event", name);
+	sbx_jw_kb64(&w, "data_b64", data, n);
+	line_out(&w);
+	sbx_jw_free(&w);
+}
+
+struct sbx_op *cli_op_deadline(const struct cli_call *c, struct sbx_op *op, double extra_s)
+{
+	if (op != NULL && extra_s >= 0)
+		sbx_op_set_deadline(op, sbx_session_timeout(c->s) + extra_s);
+	return op;
+}
+
+/* The session of spec, opened (and kept) on first use. */
+static int session_get(struct lines *L, const char *spec, struct sbx_session **s, struct sbx_err *e)
+{
+	for (size_t i = 0; i < L->nsess; i++)
+		if (strcmp(L->sess[i].spec, spec) == 0) {
+			*s = L->sess[i].s;
+			return 0;
 		}
-		sbx_json_free(req);
-		sbx_jw_obj_end(w);
-		print_json(w);
+	struct sess *t = realloc(L->sess, (L->nsess + 1) * sizeof *t);
+	if (t == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "sessions");
+	L->sess = t;
+	char *dup = strdup(spec);
+	if (dup == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "sessions");
+	if (open_spec(L->sc->o, spec, 0, s, e) != 0) {
+		free(dup);
+		return -1;
 	}
-	free(line);
+	L->sess[L->nsess++] = (struct sess){dup, *s};
 	return 0;
+}
+
+/* {"op":"cancel","id":X}: X's op ends now (its answer: unavailable, ECANCELED). */
+static int cancel(struct lines *L, struct sbx_json *req, struct sbx_err *e)
+{
+	const struct sbx_json *id = sbx_json_get(req, "id");
+	struct pending *p = L->flight;
+	while (p != NULL && !same_id(p->c->id, id))
+		p = p->next;
+	if (p == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, ESRCH,
+		                   "cancel: no operation in flight with this id");
+	sbx_op_cancel(p->op);
+	sbx_jw_obj_begin(L->w);
+	json_id(L->w, id);
+	json_ok(L->w);
+	sbx_jw_kstr(L->w, "op", "cancel");
+	line_out(L->w);
+	sbx_json_free(req);
+	return 0;
+}
+
+/* One request: 0 when it was answered or is in flight (req is then taken), -1 with *e. */
+static int request(struct lines *L, struct sbx_json *req, struct sbx_err *e)
+{
+	const char *op = jstr(req, "op");
+	if (op == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "request without \"op\"");
+	if (strcmp(op, "cancel") == 0)
+		return cancel(L, req, e);
+	const struct cli_cmd *row = find_op(op);
+	if (row == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "unknown op \"%s\"", op);
+	const struct sbx_json *sb = sbx_json_get(req, "sandbox");
+	const char *spec = sb != NULL ? jstr(req, "sandbox") : L->defspec;
+	if (spec == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "\"sandbox\" is a runner spec");
+	struct sbx_session *s = NULL;
+	if (row->need != CLI_NONE && session_get(L, spec, &s, e) != 0)
+		return -1;
+	struct cli_call *c = call_new(row, L->sc->o, L->w);
+	if (c == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, ENOMEM, "a request");
+	c->op = op;
+	c->s = s;
+	c->json = 1;
+	c->lines = 1;
+	c->id = sbx_json_get(req, "id");
+	if (row->parse_json != NULL && row->parse_json(c, req, e) != 0)
+		goto fail;
+	if (row->start != NULL) {
+		struct pending *p = malloc(sizeof *p);
+		struct sbx_op *o = NULL;
+		if (p == NULL)
+			sbx_err_set(e, SBX_EUSAGE, ENOMEM, "a request");
+		else if ((o = row->start(c, e)) == NULL)
+			free(p);
+		if (o == NULL)
+			goto fail;
+		*p = (struct pending){c, req, o, L->flight};
+		L->flight = p;
+		sbx_op_set_tag(o, (uintptr_t)p);
+		return 0;
+	}
+	if (row->run != NULL && row->run(c, e) != 0)
+		goto fail;
+	answer(L->w, c->id, c, NULL);
+	call_free(c);
+	sbx_json_free(req);
+	return 0;
+fail:
+	call_free(c);
+	return -1;
+}
+
+static void one_line(struct lines *L, const char *text, size_t n)
+{
+	struct sbx_json *req = NULL;
+	struct sbx_err e;
+	if (sbx_json_parse(text, n, &req, &e) != 0) {
+		answer(L->w, NULL, NULL, &e);
+		return;
+	}
+	if (req->type != SBX_JSON_OBJECT)
+		sbx_err_set(&e, SBX_EUSAGE, 0, "a request is a JSON object");
+	else if (request(L, req, &e) == 0)
+		return;
+	answer(L->w, sbx_json_get(req, "id"), NULL, &e);
+	sbx_json_free(req);
+}
+
+/* Answers every op that ended, on every session. */
+static void drain(struct lines *L)
+{
+	for (size_t i = 0; i < L->nsess; i++) {
+		struct sbx_op *op;
+		while ((op = sbx_session_next_done(L->sess[i].s)) != NULL) {
+			struct pending *p = (struct pending *)sbx_op_tag(op);
+			if (p == NULL)
+				continue; /* not a request's */
+			struct sbx_err e;
+			int rc = p->c->cmd->finish(p->c, op, &e);
+			answer(L->w, p->c->id, p->c, rc == 0 ? NULL : &e);
+			struct pending **pp = &L->flight;
+			while (*pp != p)
+				pp = &(*pp)->next;
+			*pp = p->next;
+			sbx_op_free(op);
+			call_free(p->c);
+			sbx_json_free(p->req);
+			free(p);
+		}
+	}
+}
+
+/* Every complete line of buf (and at eof the last, unterminated one); what remains is moved
+ * to the front. */
+static size_t lines_of(struct lines *L, char *buf, size_t len, int eof)
+{
+	size_t start = 0;
+	for (;;) {
+		char *nl = memchr(buf + start, '\n', len - start);
+		if (nl == NULL && !(eof && start < len))
+			break;
+		size_t end = nl != NULL ? (size_t)(nl - buf) : len, n = end - start;
+		while (n > 0 && buf[start + n - 1] == '\r')
+			n--;
+		if (n > 0) {
+			one_line(L, buf + start, n);
+			drain(L); /* what ended while a blocking row ran */
+		}
+		start = nl != NULL ? end + 1 : len;
+	}
+	memmove(buf, buf + start, len - start);
+	return len - start;
+}
+
+/* The poll set: stdin (until its end), then each session with ops in flight; *deadline the
+ * earliest. Its count, or -1 without memory. */
+static int poll_set(struct lines *L, int eof, struct pollfd **fds, size_t *cap, int64_t *deadline)
+{
+	size_t n = 0, room = 8;
+	*deadline = INT64_MAX;
+	for (size_t i = 0; i <= L->nsess;) {
+		if (*cap - n < room) {
+			struct pollfd *t = realloc(*fds, (n + 2 * room) * sizeof *t);
+			if (t == NULL)
+				return -1;
+			*fds = t;
+			*cap = n + 2 * room;
+		}
+		if (i == 0) {
+			if (!eof)
+				(*fds)[n++] = (struct pollfd){0, POLLIN, 0};
+			i++;
+			continue;
+		}
+		struct sbx_session *s = L->sess[i - 1].s;
+		int64_t d;
+		int k = 0;
+		if (sbx_session_ops(s) > 0) {
+			k = sbx_session_fds(s, *fds + n, (int)(*cap - n), &d);
+			if ((size_t)k == *cap - n) {
+				room = 2 * (*cap -
+				            n); /* full: perhaps more, asked again with more room */
+				continue;
+			}
+			if (d < *deadline)
+				*deadline = d;
+		}
+		n += (size_t)k;
+		room = 8;
+		i++;
+	}
+	return (int)n;
+}
+
+static int session_run(struct cli_call *sc, struct sbx_err *e)
+{
+	struct lines L = {.sc = sc, .w = sc->w};
+	struct sbx_session *s;
+	char *buf = NULL;
+	size_t len = 0, cap = 0, fcap = 0;
+	struct pollfd *fds = NULL;
+	int eof = 0, rc = 0;
+	sc->answered = 1;
+	/* An explicit runner is opened first, so a sandbox that is not there fails the command. */
+	if (opts_spec(sc->o, L.defspec, sizeof L.defspec, e) != 0 ||
+	    ((sc->o->via != NULL || sc->o->runner != NULL) &&
+	     session_get(&L, L.defspec, &s, e) != 0))
+		rc = -1;
+	while (rc == 0 && (!eof || L.flight != NULL)) {
+		int64_t deadline;
+		int n = poll_set(&L, eof, &fds, &fcap, &deadline);
+		if (n < 0) {
+			rc = sbx_err_set(e, SBX_EUSAGE, ENOMEM, "poll set");
+			break;
+		}
+		int ms = -1;
+		if (deadline != INT64_MAX) {
+			int64_t left = deadline - sbx_now_ns();
+			ms = left <= 0                      ? 0
+			     : left / 1000000 + 1 > INT_MAX ? INT_MAX
+			                                    : (int)(left / 1000000 + 1);
+		}
+		if (poll(fds, (nfds_t)n, ms) < 0 && errno != EINTR) {
+			rc = sbx_err_set(e, SBX_EUSAGE, errno, "poll");
+			break;
+		}
+		if (!eof && fds[0].revents != 0) {
+			if (cap - len < 65536) {
+				char *t = realloc(buf, cap * 2 + 65536);
+				if (t == NULL) {
+					rc = sbx_err_set(e, SBX_EUSAGE, ENOMEM, "a request line");
+					break;
+				}
+				buf = t;
+				cap = cap * 2 + 65536;
+			}
+			ssize_t r = read(0, buf + len, cap - len);
+			if (r > 0)
+				len += (size_t)r;
+			else if (r == 0 || (errno != EINTR && errno != EAGAIN))
+				eof = 1;
+			len = lines_of(&L, buf, len, eof);
+		}
+		for (size_t i = 0; i < L.nsess; i++)
+			if (sbx_session_ops(L.sess[i].s) > 0)
+				sbx_session_step(L.sess[i].s);
+		drain(&L);
+	}
+	while (L.flight != NULL) { /* only after a failure */
+		struct pending *p = L.flight;
+		L.flight = p->next;
+		sbx_op_free(p->op);
+		call_free(p->c);
+		sbx_json_free(p->req);
+		free(p);
+	}
+	for (size_t i = 0; i < L.nsess; i++) {
+		sbx_session_close(L.sess[i].s);
+		free(L.sess[i].spec);
+	}
+	free(L.sess);
+	free(buf);
+	free(fds);
+	return rc;
 }
 
 static const struct cli_cmd cli_session = {
         .name = "session",
-        .need = CLI_FULL,
+        .need = CLI_NONE,
         .size = sizeof(struct cli_call),
         .parse_argv = cli_no_operand,
         .run = session_run,
-        .summary = "JSON lines: one request per input line, one answer line each",
-        .details = "Every command with a JSON form, over one connection. An answer is "
-                   "{\"ok\":true, ...} with the fields of that command's --json result, or "
-                   "{\"ok\":false,\"error\":{\"class\",\"errno\",\"message\"}}.",
+        .summary = "JSON lines: requests run concurrently, one answer line each as it ends",
+        .details = "Every command with a JSON form, over one connection per sandbox. An answer "
+                   "is {\"ok\":true, ...} with the fields of that command's --json result, or "
+                   "{\"ok\":false,\"error\":{\"class\",\"errno\",\"message\"}}, and carries "
+                   "the request's \"id\". Answers come as operations end, not in request "
+                   "order (a client that wants order waits for each answer). "
+                   "{\"op\":\"cancel\",\"id\":X} ends X (its answer: unavailable, ECANCELED). "
+                   "\"sandbox\": SPEC sends a request to that runner spec's session, opened "
+                   "(blocking) at first use and kept; without it, --via/--runner's, else "
+                   "local. exec and sh with \"stream\": true send the output as it comes in "
+                   "{\"id\",\"event\":\"stdout\"|\"stderr\",\"data_b64\"} lines instead of in "
+                   "the answer.",
 };
 
 /* ---- commands without a session ---- */

@@ -50,6 +50,8 @@ struct cli_call {
 	struct sbx_jw *w;      /* print (JSON): the answer, its "ok" (and "id") already in */
 	int json;              /* print into w, else text; parse and run may change it */
 	int lines;             /* a request of `sbx session`: no stdin, terminal or stderr note */
+	const struct sbx_json *id; /* the request's "id" (sbx session), NULL: none */
+	int stream;                /* the request asked for events ("stream": true) */
 	/* set by run */
 	int status;      /* the exit status of the argv form */
 	int fail_status; /* the status of run's failure, when not the row's */
@@ -70,6 +72,12 @@ struct cli_cmd {
 	/* Does it: 0 with the result in the call (and c->status), or -1 with *e. NULL: the
 	 * session or the program knows the answer (hello, version). */
 	int (*run)(struct cli_call *c, struct sbx_err *e);
+	/* The same work without blocking, for `sbx session`, which keeps many in flight: start
+	 * begins it with an _async call (the op, or NULL with *e); finish, once the op ended,
+	 * reads its result into the call as run would have (0, or -1 with *e), then print runs
+	 * as after run. NULL: the request runs (blocking) when its line arrives. */
+	struct sbx_op *(*start)(struct cli_call *c, struct sbx_err *e);
+	int (*finish)(struct cli_call *c, struct sbx_op *op, struct sbx_err *e);
 	/* The result: its fields into c->w after "ok" when c->json, else text. */
 	void (*print)(struct cli_call *c);
 	void (*done)(struct cli_call *c); /* frees what parse and run kept */
@@ -100,6 +108,12 @@ void cli_fprintf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2,
 void cli_vfprintf(FILE *f, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 /* Bytes (any, NUL included) escaped the same way; flags as sbx_esc's. */
 void cli_write_esc(FILE *f, const void *bytes, size_t n, unsigned flags);
+
+/* An event of a request of `sbx session` ("stream": true), a line of its own at once:
+ * {"id":…,"event":NAME,"data_b64":…}. */
+void cli_event(const struct cli_call *c, const char *name, const void *data, size_t n);
+/* op (NULL passes), given its deadline: the session's timeout plus extra_s (< 0: none). */
+struct sbx_op *cli_op_deadline(const struct cli_call *c, struct sbx_op *op, double extra_s);
 
 /* JSON: the finished document and a newline on stdout, then the writer is reset. */
 void print_json(struct sbx_jw *w);

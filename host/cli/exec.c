@@ -214,7 +214,8 @@ static int passthrough_sink(void *ctx, int chan, const void *p, size_t n)
 	return 0;
 }
 
-/* The result's fields (after "ok"); with a capture, its output, streamed to stdout. */
+/* The result's fields (after "ok"); with a capture (NULL: the output went as events), its
+ * output, streamed to stdout. */
 static void json_exec(struct sbx_jw *w, const struct sbx_exec_result *r, struct capture *c)
 {
 	sbx_jw_kstr(w, "outcome", sbx_outcome_name(r->outcome));
@@ -229,6 +230,8 @@ static void json_exec(struct sbx_jw *w, const struct sbx_exec_result *r, struct 
 	if (r->user_fallback)
 		sbx_jw_kstr(w, "note", r->note);
 	sbx_jw_kdouble(w, "seconds", r->seconds);
+	if (c == NULL)
+		return;
 	json_spool(w, "stdout", &c->ch[1]);
 	json_spool(w, "stderr", &c->ch[2]);
 }
@@ -243,6 +246,7 @@ struct exec_call {
 	uint8_t *stdin_bytes; /* stdin_b64 decoded */
 	struct capture cap;
 	struct sbx_exec_result r;
+	int stream; /* "stream": true: the output as events, not in the result */
 };
 
 static int is_sh(const struct cli_call *c)
@@ -320,7 +324,7 @@ static int exec_json(struct cli_call *c, const struct sbx_json *req, struct sbx_
 			return sbx_err_set(e, SBX_EUSAGE, 0, "exec needs a non-empty \"argv\"");
 		x->x.argv = (char *const *)x->jargv;
 	}
-	if (cmd_opts_json(&x->co, req, e) != 0)
+	if (cmd_opts_json(&x->co, req, e) != 0 || jbool(req, "stream", &x->stream, e) != 0)
 		return -1;
 	exec_opts_from(&x->x, &x->co);
 	int64_t linger;
@@ -343,12 +347,44 @@ static int exec_json(struct cli_call *c, const struct sbx_json *req, struct sbx_
 	return 0;
 }
 
+/* Streamed (a request's "stream": true): each piece an event line at once. */
+static int event_sink(void *ctx, int chan, const void *p, size_t n)
+{
+	if (chan == SBX_STDOUT || chan == SBX_STDERR)
+		cli_event(ctx, chan == SBX_STDERR ? "stderr" : "stdout", p, n);
+	return 0;
+}
+
+static void exec_sink(struct exec_call *x)
+{
+	struct cli_call *c = &x->c;
+	x->x.on_output = x->stream ? event_sink : c->json ? capture_sink : passthrough_sink;
+	x->x.ctx = x->stream ? (void *)c : (void *)&x->cap;
+}
+
 static int exec_run(struct cli_call *c, struct sbx_err *e)
 {
 	struct exec_call *x = (struct exec_call *)c;
-	x->x.on_output = c->json ? capture_sink : passthrough_sink;
-	x->x.ctx = &x->cap;
+	exec_sink(x);
 	if (sbx_exec(c->s, &x->x, &x->r, e) != 0)
+		return -1;
+	c->status = x->r.code;
+	return 0;
+}
+
+/* As sbx_exec's: the command's own timeout, then the session's for the answer. */
+static struct sbx_op *exec_start(struct cli_call *c, struct sbx_err *e)
+{
+	struct exec_call *x = (struct exec_call *)c;
+	exec_sink(x);
+	return cli_op_deadline(c, sbx_exec_async(c->s, &x->x, e),
+	                       x->x.timeout_s > 0 ? x->x.timeout_s : -1);
+}
+
+static int exec_finish(struct cli_call *c, struct sbx_op *op, struct sbx_err *e)
+{
+	struct exec_call *x = (struct exec_call *)c;
+	if (sbx_exec_result(op, &x->r, e) != 0)
 		return -1;
 	c->status = x->r.code;
 	return 0;
@@ -359,7 +395,7 @@ static void exec_print(struct cli_call *c)
 	struct exec_call *x = (struct exec_call *)c;
 	const struct sbx_exec_result *r = &x->r;
 	if (c->json) {
-		json_exec(c->w, r, &x->cap);
+		json_exec(c->w, r, x->stream ? NULL : &x->cap);
 		return;
 	}
 	if (r->outcome == SBX_OUT_NOT_STARTED)
@@ -382,12 +418,14 @@ static void exec_done(struct cli_call *c)
 
 #define EXEC_ROW                                                                                   \
 	.need = CLI_FULL, .own_status = 1, .size = sizeof(struct exec_call),                       \
-	.parse_argv = exec_argv, .parse_json = exec_json, .run = exec_run, .print = exec_print,    \
-	.done = exec_done
+	.parse_argv = exec_argv, .parse_json = exec_json, .run = exec_run, .start = exec_start,    \
+	.finish = exec_finish, .print = exec_print, .done = exec_done
 #define EXEC_OPTS "[--user U] [--cwd D] [--env K=V]... [--env-clear] [--timeout S] [-i]"
 #define EXEC_FIELDS                                                                                \
 	"\"user\" (a name or a uid), \"cwd\", \"env\" (an object or [\"K=V\"]), "                  \
-	"\"env_clear\", \"timeout\", \"stdin\" or \"stdin_b64\", \"linger_ms\""
+	"\"env_clear\", \"timeout\", \"stdin\" or \"stdin_b64\", \"linger_ms\", \"stream\" (the "  \
+	"output as {\"id\",\"event\":\"stdout\"|\"stderr\",\"data_b64\"} lines as it comes, "      \
+	"not in the answer)"
 
 const struct cli_cmd cli_exec = {
         .name = "exec",

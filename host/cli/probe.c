@@ -97,6 +97,16 @@ static int ping_run(struct cli_call *c, struct sbx_err *e)
 	return sbx_ping(c->s, &((struct probe *)c)->rtt, e);
 }
 
+static struct sbx_op *ping_start(struct cli_call *c, struct sbx_err *e)
+{
+	return cli_op_deadline(c, sbx_ping_async(c->s, e), 0);
+}
+
+static int ping_finish(struct cli_call *c, struct sbx_op *op, struct sbx_err *e)
+{
+	return sbx_ping_result(op, &((struct probe *)c)->rtt, e);
+}
+
 static void ping_print(struct cli_call *c)
 {
 	double us = ((struct probe *)c)->rtt * 1e6;
@@ -113,6 +123,8 @@ const struct cli_cmd cli_ping = {
         .size = sizeof(struct probe),
         .parse_argv = cli_no_operand,
         .run = ping_run,
+        .start = ping_start,
+        .finish = ping_finish,
         .print = ping_print,
         .done = probe_done,
         .summary = "one round trip",
@@ -141,6 +153,16 @@ static int kind_run(struct cli_call *c, struct sbx_err *e)
 	return sbx_kind(c->s, p->path, &p->kind, e);
 }
 
+static struct sbx_op *kind_start(struct cli_call *c, struct sbx_err *e)
+{
+	return cli_op_deadline(c, sbx_kind_async(c->s, ((struct probe *)c)->path, e), 0);
+}
+
+static int kind_finish(struct cli_call *c, struct sbx_op *op, struct sbx_err *e)
+{
+	return sbx_kind_result(op, &((struct probe *)c)->kind, e);
+}
+
 static void kind_print(struct cli_call *c)
 {
 	enum sbx_kind k = ((struct probe *)c)->kind;
@@ -161,6 +183,8 @@ const struct cli_cmd cli_kind = {
         .parse_argv = path_argv,
         .parse_json = path_json,
         .run = kind_run,
+        .start = kind_start,
+        .finish = kind_finish,
         .print = kind_print,
         .done = probe_done,
         .synopsis = "PATH",

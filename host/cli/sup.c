@@ -32,8 +32,9 @@ struct sup_call {
 	char *const *argv;  /* run: the harness */
 	const char **jargv; /* the same from JSON */
 	uint8_t key[64];
-	size_t key_len; /* 0: no key (receipts are then not verified) */
-	char kp[4096];  /* argv: the key file */
+	size_t key_len;         /* 0: no key (receipts are then not verified) */
+	char kp[4096];          /* argv: the key file */
+	struct sbx_run_opts ro; /* run: what it started (kept while the op runs) */
 	/* results */
 	int64_t pid;
 	struct sbx_run_status st;
@@ -214,20 +215,25 @@ static int status_of(const struct sbx_receipt *r)
 	return r->status & 0xff;
 }
 
+static void run_opts(struct sup_call *a)
+{
+	struct sbx_run_opts *ro = &a->ro;
+	sbx_run_opts_init(ro);
+	ro->run_dir = a->run_dir;
+	ro->argv = a->argv;
+	ro->env = a->co.env;
+	ro->env_clear = a->co.env_clear;
+	ro->cwd = a->co.cwd;
+	ro->user = a->co.user;
+	ro->timeout_s = a->co.timeout;
+	ro->grace_s = a->grace;
+	ro->log_max = a->log_max;
+}
+
 static int run_run(struct cli_call *c, struct sbx_err *e)
 {
 	struct sup_call *a = (struct sup_call *)c;
-	struct sbx_run_opts ro;
-	sbx_run_opts_init(&ro);
-	ro.run_dir = a->run_dir;
-	ro.argv = a->argv;
-	ro.env = a->co.env;
-	ro.env_clear = a->co.env_clear;
-	ro.cwd = a->co.cwd;
-	ro.user = a->co.user;
-	ro.timeout_s = a->co.timeout;
-	ro.grace_s = a->grace;
-	ro.log_max = a->log_max;
+	run_opts(a);
 	if (!c->lines) {
 		c->fail_status = EX_USAGE;
 		if (key_path(a, e) != 0)
@@ -236,7 +242,7 @@ static int run_run(struct cli_call *c, struct sbx_err *e)
 		unlink(a->kp);
 	}
 	c->fail_status = 0;
-	if (sbx_run_start(c->s, &ro, &a->pid, a->key, e) != 0)
+	if (sbx_run_start(c->s, &a->ro, &a->pid, a->key, e) != 0)
 		return -1;
 	a->key_len = KEY_LEN;
 	c->fail_status = EX_USAGE;
@@ -252,6 +258,23 @@ static int run_run(struct cli_call *c, struct sbx_err *e)
 		return -1;
 	a->have_receipt = 1;
 	c->status = a->r.verified ? status_of(&a->r) : EX_EXEC_SBX;
+	return 0;
+}
+
+/* A request's run (sbx session): detached, and its key answered, never saved. */
+static struct sbx_op *run_start(struct cli_call *c, struct sbx_err *e)
+{
+	struct sup_call *a = (struct sup_call *)c;
+	run_opts(a);
+	return cli_op_deadline(c, sbx_run_start_async(c->s, &a->ro, e), 0);
+}
+
+static int run_finish(struct cli_call *c, struct sbx_op *op, struct sbx_err *e)
+{
+	struct sup_call *a = (struct sup_call *)c;
+	if (sbx_run_start_result(op, &a->pid, a->key, e) != 0)
+		return -1;
+	a->key_len = KEY_LEN;
 	return 0;
 }
 
@@ -295,13 +318,11 @@ static void run_print(struct cli_call *c)
 
 /* ---- stop, expire, receipt: a receipt, verified with the key when there is one ---- */
 
-static int stop_run(struct cli_call *c, struct sbx_err *e)
+/* After the stop or the expire was placed: its status, and the receipt when asked to wait
+ * (a blocking wait, in sbx session too, that moves the session's other ops). */
+static int stop_after(struct sup_call *a, struct sbx_err *e)
 {
-	struct sup_call *a = (struct sup_call *)c;
-	int rc = is(c, "stop") ? sbx_run_stop(c->s, a->run_dir, e)
-	                       : sbx_run_expire(c->s, a->run_dir, a->reason, &a->placed, e);
-	if (rc != 0)
-		return -1;
+	struct cli_call *c = &a->c;
 	if (!a->placed && !c->lines)
 		cli_fprintf(stderr,
 		            "sbx: expire not placed: the run already finished or was expired\n");
@@ -314,6 +335,30 @@ static int stop_run(struct cli_call *c, struct sbx_err *e)
 	if (!a->r.verified)
 		c->status = EX_FALSE;
 	return 0;
+}
+
+static int stop_run(struct cli_call *c, struct sbx_err *e)
+{
+	struct sup_call *a = (struct sup_call *)c;
+	int rc = is(c, "stop") ? sbx_run_stop(c->s, a->run_dir, e)
+	                       : sbx_run_expire(c->s, a->run_dir, a->reason, &a->placed, e);
+	return rc != 0 ? -1 : stop_after(a, e);
+}
+
+static struct sbx_op *stop_start(struct cli_call *c, struct sbx_err *e)
+{
+	struct sup_call *a = (struct sup_call *)c;
+	return cli_op_deadline(c,
+	                       is(c, "stop") ? sbx_run_stop_async(c->s, a->run_dir, e)
+	                                     : sbx_run_expire_async(c->s, a->run_dir, a->reason, e),
+	                       0);
+}
+
+static int stop_finish(struct cli_call *c, struct sbx_op *op, struct sbx_err *e)
+{
+	struct sup_call *a = (struct sup_call *)c;
+	int rc = is(c, "stop") ? sbx_op_status(op, e) : sbx_run_expire_result(op, &a->placed, e);
+	return rc != 0 ? -1 : stop_after(a, e);
 }
 
 static void stop_print(struct cli_call *c)
@@ -351,6 +396,17 @@ static int attach_run(struct cli_call *c, struct sbx_err *e)
 {
 	struct sup_call *a = (struct sup_call *)c;
 	return sbx_run_status(c->s, a->run_dir, &a->st, e);
+}
+
+static struct sbx_op *attach_start(struct cli_call *c, struct sbx_err *e)
+{
+	return cli_op_deadline(c, sbx_run_status_async(c->s, ((struct sup_call *)c)->run_dir, e),
+	                       0);
+}
+
+static int attach_finish(struct cli_call *c, struct sbx_op *op, struct sbx_err *e)
+{
+	return sbx_run_status_result(op, &((struct sup_call *)c)->st, e);
 }
 
 static void attach_print(struct cli_call *c)
@@ -440,14 +496,32 @@ static int output_stream(struct sup_call *a, struct sbx_err *e)
 }
 
 /* As JSON: one piece from "from", at most JSON_OUTPUT_PIECE (and --max-bytes) bytes. */
+static size_t output_ask(const struct sup_call *a)
+{
+	return a->max_bytes < JSON_OUTPUT_PIECE ? (size_t)a->max_bytes : JSON_OUTPUT_PIECE;
+}
+
 static int output_run(struct cli_call *c, struct sbx_err *e)
 {
 	struct sup_call *a = (struct sup_call *)c;
 	if (!c->json)
 		return output_stream(a, e);
-	size_t ask = a->max_bytes < JSON_OUTPUT_PIECE ? (size_t)a->max_bytes : JSON_OUTPUT_PIECE;
-	return sbx_run_read(c->s, a->run_dir, "output.log", a->from, ask, &a->data, &a->len,
-	                    &a->size, e);
+	return sbx_run_read(c->s, a->run_dir, "output.log", a->from, output_ask(a), &a->data,
+	                    &a->len, &a->size, e);
+}
+
+static struct sbx_op *output_start(struct cli_call *c, struct sbx_err *e)
+{
+	struct sup_call *a = (struct sup_call *)c;
+	return cli_op_deadline(
+	        c, sbx_run_read_async(c->s, a->run_dir, "output.log", a->from, output_ask(a), e),
+	        0);
+}
+
+static int output_finish(struct cli_call *c, struct sbx_op *op, struct sbx_err *e)
+{
+	struct sup_call *a = (struct sup_call *)c;
+	return sbx_run_read_result(op, &a->data, &a->len, &a->size, e);
 }
 
 static void output_print(struct cli_call *c)
@@ -470,6 +544,8 @@ static void output_print(struct cli_call *c)
 
 const struct cli_cmd cli_run = {
         SUP_ROW("run", run_run, run_print),
+        .start = run_start,
+        .finish = run_finish,
         .own_status = 1,
         .synopsis = "--run-dir DIR [--timeout S] [--grace S] [--log-max B] [--user U] "
                     "[--cwd D] [--env K=V]... [--env-clear] [--key-file F] [--detach] "
@@ -484,6 +560,8 @@ const struct cli_cmd cli_run = {
 
 const struct cli_cmd cli_stop = {
         SUP_ROW("stop", stop_run, stop_print),
+        .start = stop_start,
+        .finish = stop_finish,
         .synopsis = "--run-dir DIR [--wait S] [--key-file F]",
         .summary = "stop the run, then wait (default 30 s) for its receipt",
         .fields = "\"run_dir\", \"wait\" (default 0: no wait), " KEY_FIELD,
@@ -491,6 +569,8 @@ const struct cli_cmd cli_stop = {
 
 const struct cli_cmd cli_expire = {
         SUP_ROW("expire", stop_run, stop_print),
+        .start = stop_start,
+        .finish = stop_finish,
         .synopsis = "--run-dir DIR [--reason R] [--wait S] [--key-file F]",
         .summary = "expire the run (exit 1 when already over), then wait for its receipt",
         .fields = "\"run_dir\", \"reason\", \"wait\" (default 0), " KEY_FIELD,
@@ -498,6 +578,8 @@ const struct cli_cmd cli_expire = {
 
 const struct cli_cmd cli_attach = {
         SUP_ROW("attach", attach_run, attach_print),
+        .start = attach_start,
+        .finish = attach_finish,
         .synopsis = "--run-dir DIR",
         .summary = "the run's state, as a JSON line",
         .fields = "\"run_dir\"",
@@ -505,6 +587,8 @@ const struct cli_cmd cli_attach = {
 
 const struct cli_cmd cli_output = {
         SUP_ROW("output", output_run, output_print),
+        .start = output_start,
+        .finish = output_finish,
         .synopsis = "--run-dir DIR [--from B] [--follow] [--max-bytes B] [--wait S]",
         .summary = "the run's log, raw; exit 1 at a bound",
         .details = "What exists now, or until the run ends with --follow. Under --json: one "

@@ -236,6 +236,26 @@ static int xfer_run(struct cli_call *c, struct sbx_err *e)
 	return rc;
 }
 
+/* The uploads without blocking (sbx session). Their deadline is the blocking form's: the
+ * transfer's timeout, 600 s when none is given (sbx_xfer_opts). */
+#define XFER_TIMEOUT 600.0
+
+static struct sbx_op *upload_start(struct cli_call *c, struct sbx_err *e)
+{
+	struct xfer_call *a = (struct xfer_call *)c;
+	struct sbx_op *op = is(c, "upload-dir")
+	                            ? sbx_upload_dir_async(c->s, a->src, a->dst, &a->xo, e)
+	                            : sbx_upload_path_async(c->s, a->src, a->dst, &a->xo, e);
+	if (op != NULL)
+		sbx_op_set_deadline(op, a->xo.timeout_s > 0 ? a->xo.timeout_s : XFER_TIMEOUT);
+	return op;
+}
+
+static int upload_finish(struct cli_call *c, struct sbx_op *op, struct sbx_err *e)
+{
+	return sbx_upload_result(op, &((struct xfer_call *)c)->st, e);
+}
+
 static void xfer_print(struct cli_call *c)
 {
 	struct xfer_call *a = (struct xfer_call *)c;
@@ -268,6 +288,8 @@ static void xfer_print(struct cli_call *c)
 
 const struct cli_cmd cli_upload_dir = {
         XFER_ROW("upload-dir", "upload_dir"),
+        .start = upload_start,
+        .finish = upload_finish,
         .synopsis = "[--readable] SRC TARGET",
         .summary = "a local folder's contents into TARGET",
         .fields = "\"source\", \"target\", \"make_readable\", \"force_walk\"" XFER_FIELDS,
@@ -284,6 +306,8 @@ const struct cli_cmd cli_download_dir = {
 
 const struct cli_cmd cli_upload_path = {
         XFER_ROW("upload-path", "upload_path"),
+        .start = upload_start,
+        .finish = upload_finish,
         .synopsis = "SRC TARGET",
         .summary = "restore a file or folder at TARGET",
         .fields = "\"source\", \"target\"" XFER_FIELDS,
