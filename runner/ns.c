@@ -1,7 +1,8 @@
 /* The ns runner: sandboxes made of namespaces over an image folder, without a daemon. Create
  * forks a child that unshares the namespaces and forks the sandbox's PID 1, which mounts the
- * overlay and the pseudo filesystems, pivots into it and execs `sbx-agent init`; the state
- * folder is renamed into place once that init runs. Remove kills the init (the kernel kills
+ * overlay (over the image idmapped for the sandbox's user namespace, runner/userns.h) and the
+ * pseudo filesystems, pivots into it, joins the user namespace and execs `sbx-agent init`; the
+ * state folder is renamed into place once that init runs. Remove kills the init (the kernel kills
  * the rest of the pid namespace) and deletes the layer. */
 #include "ns.h"
 
