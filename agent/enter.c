@@ -59,11 +59,13 @@ int sbx_enter_main(int argc, char **argv)
 		return fail(path);
 	/* A sandbox made --privileged (or by an sbx before user namespaces) shares ours. */
 	snprintf(path, sizeof path, "/proc/%ld/ns/user", pid);
-	if (stat(path, &its) != 0 || stat("/proc/self/ns/user", &mine) != 0)
+	if ((userns = open(path, O_RDONLY | O_CLOEXEC)) < 0 || fstat(userns, &its) != 0 ||
+	    stat("/proc/self/ns/user", &mine) != 0)
 		return fail(path);
-	if ((its.st_ino != mine.st_ino || its.st_dev != mine.st_dev) &&
-	    (userns = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return fail(path);
+	if (its.st_ino == mine.st_ino && its.st_dev == mine.st_dev) {
+		close(userns);
+		userns = -1;
+	}
 	/* The pid namespace applies to children only: this process stays the host's, outside
 	 * the sandbox's sight, and waits. */
 	if (setns(pidns, CLONE_NEWPID) != 0)

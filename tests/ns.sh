@@ -269,6 +269,22 @@ if [ -x "$top/build/images/noshell-x86_64/hello" ]; then
 	ok "build/images/noshell-x86_64: /hello runs"
 fi
 
+# /etc/subuid and /etc/subgid name root's ranges: sandboxes take 65536 of them each, in
+# order, until none is left. The files are a copy of /etc bound over it in a private mount
+# namespace only. Shown able to fail: with the files not read, the maps said 100000000.
+cp -a /etc "$w/etc"
+echo root:200000:131072 >"$w/etc/subuid"
+echo root:300000:200000 >"$w/etc/subgid"
+SBX_NS_DIR=$w/sub unshare --mount --propagation private sh -c 'mount --bind "$1/etc" /etc &&
+	for n in S1 S2 S3; do "$2" sandbox create --image "$3" --name $n >/dev/null 2>"$1/sub.err"; done
+	"$2" --runner ns:S2 exec -- cat /proc/self/uid_map /proc/self/gid_map
+	"$2" sandbox rm S1 S2 S3' sh "$w" "$sbx" "$img" >"$w/sub.maps" || die "subuid: $(cat "$w/sub.err")"
+[ "$(tr -s ' \n' ' ' <"$w/sub.maps")" = " 0 265536 65536 0 365536 65536 " ] ||
+	die "subuid: S2's maps: $(cat "$w/sub.maps")"
+grep -q 'every one of the 2 id ranges is taken' "$w/sub.err" || die "subuid: S3: $(cat "$w/sub.err")"
+[ -z "$(ls "$w/sub")$(ls -A "$w/sub/.ids")" ] || die "subuid: left $(ls -A "$w/sub" "$w/sub/.ids")"
+ok "/etc/subuid and /etc/subgid: root's ranges cut in 65536 ids (S2 maps to 265536 and 365536), a third sandbox refused when they are all taken"
+
 "$sbx" sandbox rm C T F
 [ -z "$(left)" ] && [ -z "$(ls -A "$SBX_NS_DIR/.ids")" ] || die "left: $(ls -A "$SBX_NS_DIR" "$SBX_NS_DIR/.ids")"
 listing "$img" | cmp -s - "$w/img.before" || die "the image changed"
