@@ -729,8 +729,8 @@ static void first_process(const struct plan *p)
 	stage = ST_OVERLAY;
 	if (chdir(p->dir) != 0)
 		goto fail;
-	/* nodev on every mount the sandbox writes: a device node it makes (CAP_MKNOD stays,
-	 * as in Docker, for the files transfers carry) cannot be opened. */
+	/* nodev on every mount the sandbox writes: a device node there (its user namespace
+	 * already refuses mknod) cannot be opened. */
 	unsigned long nodev = p->privileged ? 0 : MS_NODEV;
 	stage = ST_IDMAP;
 	if (p->userns_fd >= 0 && sbx_userns_idmap(p->image, p->userns_fd, "lower") != 0)

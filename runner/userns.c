@@ -58,7 +58,8 @@ static int sub_range(const char *path, struct range *r)
 		char *end;
 		unsigned long long s = strtoull(c1 + 1, &end, 10), n;
 		if (end != c2 || (n = strtoull(c2 + 1, &end, 10)) < SBX_USERNS_IDS ||
-		    (*end != '\n' && *end != '\0') || s + n > UINT32_MAX)
+		    (*end != '\n' && *end != '\0') || s > UINT32_MAX || n > UINT32_MAX ||
+		    s + n > UINT32_MAX)
 			continue;
 		*r = (struct range){(uint32_t)s, (uint32_t)n};
 		found = 0;
