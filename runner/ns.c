@@ -1,7 +1,8 @@
 /* The ns runner: sandboxes made of namespaces over an image folder, without a daemon. Create
  * forks a child that unshares the namespaces and forks the sandbox's PID 1, which mounts the
- * overlay and the pseudo filesystems, pivots into it and execs `sbx-agent init`; the state
- * folder is renamed into place once that init runs. Remove kills the init (the kernel kills
+ * overlay (over the image idmapped for the sandbox's user namespace, runner/userns.h) and the
+ * pseudo filesystems, pivots into it, joins the user namespace and execs `sbx-agent init`; the
+ * state folder is renamed into place once that init runs. Remove kills the init (the kernel kills
  * the rest of the pid namespace) and deletes the layer. */
 #include "ns.h"
 
@@ -34,6 +35,7 @@
 #include "runner.h"
 #include "sbx.h"
 #include "sys.h"
+#include "userns.h"
 
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE 1
@@ -219,8 +221,10 @@ struct state {
 	char qemu[64];   /* foreign architectures: the emulator's name in /.sbx, else "" */
 	char cgroup[96]; /* its cgroup (cgroup.h), "" when it has none */
 	int cg_v2;
-	double disk_gib; /* the writable layer's tmpfs size; 0: on the state folder's disk */
-	int privileged;  /* 1: no boundary (sbx_ns_opts.privileged) */
+	double disk_gib;   /* the writable layer's tmpfs size; 0: on the state folder's disk */
+	int privileged;    /* 1: no boundary (sbx_ns_opts.privileged) */
+	uint32_t uid, gid; /* host ids of root inside (its user namespace); 0: none */
+	int ids_slot;      /* its claim (runner/userns.h); -1: none */
 };
 
 static int write_state(const char *dir, const char *name, const struct state *s, struct sbx_err *e)
@@ -235,10 +239,10 @@ static int write_state(const char *dir, const char *name, const struct state *s,
 	int n = dprintf(fd,
 	                "name=%s\npid=%lld\nstarttime=%llu\npidns=%llu\nimage=%s\narch=%s\n"
 	                "created_ns=%lld\nagent=%s\nqemu=%s\nprivileged=%d\ncgroup=%s\n"
-	                "cgroup_v2=%d\ndisk_gib=%.6g\n",
+	                "cgroup_v2=%d\ndisk_gib=%.6g\nuid=%u\ngid=%u\nids_slot=%d\n",
 	                name, (long long)s->pid, s->start, s->pidns, s->image, s->arch,
 	                (long long)s->created_ns, SBX_NS_AGENT, s->qemu, s->privileged, s->cgroup,
-	                s->cg_v2, s->disk_gib);
+	                s->cg_v2, s->disk_gib, (unsigned)s->uid, (unsigned)s->gid, s->ids_slot);
 	if (n < 0 || close(fd) != 0)
 		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "write %s", tmp);
 	if (rename(tmp, path) != 0)
@@ -251,6 +255,7 @@ static int read_state(const char *dir, struct state *s)
 {
 	char path[PATH_MAX], buf[3 * PATH_MAX];
 	memset(s, 0, sizeof *s);
+	s->ids_slot = -1;
 	if ((size_t)snprintf(path, sizeof path, "%s/state", dir) >= sizeof path) {
 		errno = ENAMETOOLONG;
 		return -1;
@@ -300,6 +305,12 @@ static int read_state(const char *dir, struct state *s)
 			s->cg_v2 = strcmp(v, "1") == 0;
 		else if (strcmp(line, "disk_gib") == 0)
 			s->disk_gib = strtod(v, NULL);
+		else if (strcmp(line, "uid") == 0)
+			s->uid = (uint32_t)strtoul(v, NULL, 10);
+		else if (strcmp(line, "gid") == 0)
+			s->gid = (uint32_t)strtoul(v, NULL, 10);
+		else if (strcmp(line, "ids_slot") == 0)
+			s->ids_slot = (int)strtol(v, NULL, 10);
 	}
 	if (have != 7) {
 		errno = EBADMSG;
@@ -449,8 +460,9 @@ static void detach_mounts_under(const char *dir)
 
 /* ---- create ---- */
 
-/* Copies src to dir/name, mode 0755, owner root. */
-static int copy_exec(const char *src, const char *dir, const char *name, struct sbx_err *e)
+/* Copies src to dir/name, mode 0755, owned by uid:gid. */
+static int copy_exec(const char *src, const char *dir, const char *name, uid_t uid, gid_t gid,
+                     struct sbx_err *e)
 {
 	char dst[PATH_MAX];
 	if (path_join(dst, sizeof dst, dir, name, e) != 0)
@@ -487,7 +499,7 @@ static int copy_exec(const char *src, const char *dir, const char *name, struct 
 			err = errno;
 		break;
 	}
-	if (err == 0 && (fchown(out, 0, 0) != 0 || fchmod(out, 0755) != 0))
+	if (err == 0 && (fchown(out, uid, gid) != 0 || fchmod(out, 0755) != 0))
 		err = errno;
 	close(in);
 	if (close(out) != 0 && err == 0)
@@ -559,10 +571,14 @@ enum stage {
 	ST_CONFINE,
 	ST_EXEC,
 	ST_CGROUP,
+	ST_IDMAP,
+	ST_USERNS,
+	ST_LAST = ST_USERNS
 };
 
 static const char *const stage_text[] = {
-        [ST_UNSHARE] = "unshare the mount, pid, uts, ipc and network namespaces",
+        [ST_UNSHARE] =
+                "unshare the mount, pid, uts, ipc and network namespaces (or join the network one)",
         [ST_FORK] = "fork the sandbox's first process",
         [ST_PRIVATE] = "make the sandbox's mounts private",
         [ST_OVERLAY] = "mount the overlay (image, upper and work folders)",
@@ -579,6 +595,9 @@ static const char *const stage_text[] = {
         [ST_CONFINE] = "confine the sandbox's init (capabilities, no_new_privs, seccomp)",
         [ST_EXEC] = "start the sandbox's init",
         [ST_CGROUP] = "move the sandbox's first process into its cgroup",
+        [ST_IDMAP] = "mount the image idmapped for the sandbox's user namespace (its "
+                     "filesystem must support idmapped mounts; else --privileged)",
+        [ST_USERNS] = "join the sandbox's user namespace",
 };
 
 struct report {
@@ -596,6 +615,11 @@ struct plan {
 	                            own; NULL: none */
 	int serve;               /* init is also the resident agent (a native sandbox) */
 	int privileged;          /* 1: init keeps every capability, no filter */
+	const char *image;       /* the lower layer, mounted idmapped at "lower" when userns_fd
+	                            is a namespace */
+	int userns_fd;           /* the sandbox's user namespace (runner/userns.h); -1: none */
+	int net_fd;              /* its network namespace, owned by it; -1: a new one */
+	uint32_t uid, gid;       /* the host ids of its root */
 	int report_fd;
 };
 
@@ -705,9 +729,13 @@ static void first_process(const struct plan *p)
 	stage = ST_OVERLAY;
 	if (chdir(p->dir) != 0)
 		goto fail;
-	/* nodev on every mount the sandbox writes: a device node it makes (CAP_MKNOD stays,
-	 * as in Docker, for the files transfers carry) cannot be opened. */
+	/* nodev on every mount the sandbox writes: a device node there (its user namespace
+	 * already refuses mknod) cannot be opened. */
 	unsigned long nodev = p->privileged ? 0 : MS_NODEV;
+	stage = ST_IDMAP;
+	if (p->userns_fd >= 0 && sbx_userns_idmap(p->image, p->userns_fd, "lower") != 0)
+		goto fail;
+	stage = ST_OVERLAY;
 	if (mount("overlay", "root", "overlay", nodev, p->ovl) != 0 &&
 	    (errno != EINVAL || mount("overlay", "root", "overlay", nodev, p->ovl2) != 0))
 		goto fail;
@@ -750,9 +778,12 @@ static void first_process(const struct plan *p)
 		}
 	}
 	stage = ST_DEV;
-	/* The nodes below are bind mounts of the host's, each with its own flags. */
-	if (mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_STRICTATIME | nodev,
-	          "mode=755,size=1m") != 0)
+	/* The folders the sandbox writes belong to its root (the mapped ids when it has a user
+	 * namespace). The nodes below are bind mounts of the host's, each with its own flags. */
+	char opt[80];
+	snprintf(opt, sizeof opt, "mode=755,size=1m,uid=%u,gid=%u", (unsigned)p->uid,
+	         (unsigned)p->gid);
+	if (mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_STRICTATIME | nodev, opt) != 0)
 		goto fail;
 	stage = ST_DEVNODE;
 	for (size_t i = 0; i < sizeof nodes / sizeof nodes[0]; i++) {
@@ -774,8 +805,10 @@ static void first_process(const struct plan *p)
 	    symlink("/proc/self/fd/2", "dev/stderr") != 0)
 		goto fail;
 	stage = ST_SHM;
+	snprintf(opt, sizeof opt, "mode=1777,size=65536k,uid=%u,gid=%u", (unsigned)p->uid,
+	         (unsigned)p->gid);
 	if (mkdir("dev/shm", 01777) != 0 || chmod("dev/shm", 01777) != 0 ||
-	    mount("shm", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=65536k") != 0)
+	    mount("shm", "dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, opt) != 0)
 		goto fail;
 	/* A private devpts is optional: without it the sandbox has no ptys. */
 	if (mkdir("dev/pts", 0755) == 0) {
@@ -797,6 +830,12 @@ static void first_process(const struct plan *p)
 		goto fail;
 	stage = ST_LOOPBACK;
 	if (loopback_up() != 0)
+		goto fail;
+	/* Last of the set-up: every namespace above stays owned by the host's, so the sandbox's
+	 * root, with all its capabilities inside, has none over its mounts, network or
+	 * hostname. */
+	stage = ST_USERNS;
+	if (p->userns_fd >= 0 && sbx_confine_userns(p->userns_fd) != 0)
 		goto fail;
 	stage = ST_EXEC;
 	/* Nothing of the caller's stays open in the sandbox: the report pipe closes on exec,
@@ -871,7 +910,9 @@ static int start(const struct plan *plan0, int64_t *pid, struct sbx_err *e)
 			_exit(1);
 		}
 		if (unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC |
-		            CLONE_NEWNET | (plan.cg != NULL ? CLONE_NEWCGROUP : 0)) != 0) {
+		            (plan.net_fd < 0 ? CLONE_NEWNET : 0) |
+		            (plan.cg != NULL ? CLONE_NEWCGROUP : 0)) != 0 ||
+		    (plan.net_fd >= 0 && setns(plan.net_fd, CLONE_NEWNET) != 0)) {
 			report(pfd[1], ST_UNSHARE, errno, 0);
 			_exit(1);
 		}
@@ -903,7 +944,7 @@ static int start(const struct plan *plan0, int64_t *pid, struct sbx_err *e)
 	int st;
 	while (waitpid(c, &st, 0) < 0 && errno == EINTR)
 		;
-	if (failure.stage > 0 && failure.stage <= ST_CGROUP)
+	if (failure.stage > 0 && failure.stage <= ST_LAST)
 		return sbx_err_set(e, SBX_EUNAVAILABLE, failure.err, "cannot %s",
 		                   stage_text[failure.stage]);
 	if (*pid <= 0)
@@ -937,6 +978,7 @@ int sbx_ns_create(const char *image_dir, const char *name, const struct sbx_ns_o
 	/* The image: a real folder, named by a plain absolute path. */
 	struct state s;
 	memset(&s, 0, sizeof s);
+	s.ids_slot = -1;
 	struct stat ist;
 	if (realpath(image_dir, s.image) == NULL || stat(s.image, &ist) != 0)
 		return sbx_err_set(e, SBX_EUSAGE, errno, "image %s", image_dir);
@@ -999,12 +1041,24 @@ int sbx_ns_create(const char *image_dir, const char *name, const struct sbx_ns_o
 	/* The writable layer: its root takes the image root's mode and owner (the overlay
 	 * shows the upper root's), and starts with the agent in /.sbx. */
 	char upper[PATH_MAX], work[PATH_MAX], root[PATH_MAX], mask[PATH_MAX], dotsbx[PATH_MAX];
-	char layer[PATH_MAX];
+	char layer[PATH_MAX], lower[PATH_MAX];
 	char ovl[PATH_MAX + 64], ovl2[PATH_MAX + 64];
 	int64_t pid = 0;
+	int userns_fd = -1, net_fd = -1;
 	struct sbx_cg cg = {.procs = {-1, -1, -1, -1}};
 	const struct sbx_resources *res = &o->res;
 	int limited = res->cpu > 0 || res->memory_mib > 0 || res->pids > 0;
+	/* Its own range of host ids (runner/userns.h): root inside is s.uid outside. */
+	if (!o->privileged) {
+		struct sbx_userns u;
+		if (sbx_userns_claim(base, name, &u, e) != 0)
+			goto fail;
+		s.ids_slot = u.slot;
+		s.uid = u.uid;
+		s.gid = u.gid;
+		if ((userns_fd = sbx_userns_make(&u, &net_fd, e)) < 0)
+			goto fail;
+	}
 	/* The disk bound: the writable layer on a tmpfs of that size (in the state folder). */
 	const char *up = "upper", *wk = "work";
 	if (res->disk_gib > 0) {
@@ -1038,20 +1092,29 @@ int sbx_ns_create(const char *image_dir, const char *name, const struct sbx_ns_o
 	    path_join(mask, sizeof mask, tmp, "mask", e) != 0 ||
 	    path_join(dotsbx, sizeof dotsbx, upper, ".sbx", e) != 0)
 		goto fail;
-	if (mkdir(upper, 0700) != 0 || chown(upper, ist.st_uid, ist.st_gid) != 0 ||
+	/* The upper layer holds the ids as the host sees them: the mapped ones. */
+	uid_t ru = ist.st_uid < SBX_USERNS_IDS ? s.uid + ist.st_uid : ist.st_uid;
+	gid_t rg = ist.st_gid < SBX_USERNS_IDS ? s.gid + ist.st_gid : ist.st_gid;
+	if (path_join(lower, sizeof lower, tmp, "lower", e) != 0)
+		goto fail;
+	if (mkdir(upper, 0700) != 0 || chown(upper, ru, rg) != 0 ||
 	    chmod(upper, ist.st_mode & 07777) != 0 || mkdir(work, 0700) != 0 ||
 	    mkdir(root, 0700) != 0 || mkdir(mask, 0700) != 0 || mkdir(dotsbx, 0700) != 0 ||
-	    chown(dotsbx, 0, 0) != 0 || chmod(dotsbx, 0755) != 0) {
+	    (userns_fd >= 0 && mkdir(lower, 0700) != 0) || chown(dotsbx, s.uid, s.gid) != 0 ||
+	    chmod(dotsbx, 0755) != 0) {
 		sbx_err_set(e, SBX_EUNAVAILABLE, errno, "prepare the layer in %s", tmp);
 		goto fail;
 	}
-	if ((!o->privileged && copy_exec(native, tmp, ENTER_NAME, e) != 0) ||
-	    copy_exec(agent, dotsbx, "sbx-agent", e) != 0 ||
-	    (foreign && (copy_exec(native, dotsbx, "sbx-init", e) != 0 ||
-	                 copy_exec(qemu, dotsbx, a->qemu, e) != 0)))
+	if ((!o->privileged && copy_exec(native, tmp, ENTER_NAME, 0, 0, e) != 0) ||
+	    copy_exec(agent, dotsbx, "sbx-agent", s.uid, s.gid, e) != 0 ||
+	    (foreign && (copy_exec(native, dotsbx, "sbx-init", s.uid, s.gid, e) != 0 ||
+	                 copy_exec(qemu, dotsbx, a->qemu, s.uid, s.gid, e) != 0)))
 		goto fail;
-	snprintf(ovl, sizeof ovl, "lowerdir=%s,upperdir=%s,workdir=%s,volatile", s.image, up, wk);
-	snprintf(ovl2, sizeof ovl2, "lowerdir=%s,upperdir=%s,workdir=%s", s.image, up, wk);
+	/* With a user namespace the lower layer is the image's idmapped view, mounted at
+	 * "lower" by the first process. */
+	const char *lo = userns_fd >= 0 ? "lower" : s.image;
+	snprintf(ovl, sizeof ovl, "lowerdir=%s,upperdir=%s,workdir=%s,volatile", lo, up, wk);
+	snprintf(ovl2, sizeof ovl2, "lowerdir=%s,upperdir=%s,workdir=%s", lo, up, wk);
 
 	struct plan plan = {.dir = tmp,
 	                    .ovl = ovl,
@@ -1060,10 +1123,20 @@ int sbx_ns_create(const char *image_dir, const char *name, const struct sbx_ns_o
 	                    .init = foreign ? INIT_FOREIGN : SBX_NS_AGENT,
 	                    .cg = s.cgroup[0] != '\0' ? &cg : NULL,
 	                    .serve = !foreign,
-	                    .privileged = o->privileged};
+	                    .privileged = o->privileged,
+	                    .image = s.image,
+	                    .userns_fd = userns_fd,
+	                    .net_fd = net_fd,
+	                    .uid = s.uid,
+	                    .gid = s.gid};
 	s.privileged = o->privileged != 0;
 	int started = start(&plan, &pid, e);
 	sbx_cg_close(&cg);
+	if (userns_fd >= 0) {
+		close(userns_fd);
+		close(net_fd);
+	}
+	userns_fd = net_fd = -1;
 	if (started != 0)
 		goto fail;
 	struct proc_info pi;
@@ -1115,6 +1188,11 @@ fail:
 	sbx_cg_close(&cg);
 	if (s.cgroup[0] != '\0')
 		sbx_cg_remove(s.cg_v2, s.cgroup, NULL);
+	if (userns_fd >= 0) {
+		close(userns_fd);
+		close(net_fd);
+	}
+	sbx_userns_release(base, s.ids_slot);
 	detach_mounts_under(tmp);
 	remove_tree(tmp, NULL);
 	return -1;
@@ -1196,6 +1274,7 @@ int sbx_ns_remove(const char *name, struct sbx_err *e)
 		rename(trash, st.dir);
 		return -1;
 	}
+	sbx_userns_release(base, s.ids_slot);
 	return 0;
 }
 

@@ -26,8 +26,9 @@ struct sbx_ns_opts {
 	const char *agent;        /* an explicit agent binary to inject; NULL: from agent_dir */
 	struct sbx_resources res; /* cgroup limits (cgroup.h); disk_gib: the writable layer on
 	                             a tmpfs of that size */
-	int privileged;           /* 1: no boundary: every capability, no seccomp filter (today's
-	                             root; docs/runners.md, "The boundary") */
+	int privileged;           /* 1: no boundary: every capability, no seccomp filter, no
+	                             user namespace (the host's root; docs/runners.md, "The
+	                             boundary") */
 };
 
 /* Creates a running sandbox from image_dir (a root filesystem folder; never written). name:

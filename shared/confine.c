@@ -5,6 +5,8 @@
 #include "confine.h"
 
 #include <errno.h>
+#include <grp.h>
+#include <sched.h>
 #include <stddef.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -360,6 +362,14 @@ int sbx_confine_filter(struct sbx_bpf *out, int cap)
 	 * call at all, so nothing passes by speaking another architecture's numbers. */
 	emit(&g, RET, 0, 0, RET_ERRNO(EPERM));
 	return g.n <= cap ? g.n : -1;
+}
+
+int sbx_confine_userns(int userns_fd)
+{
+	if (setns(userns_fd, CLONE_NEWUSER) != 0 || setgroups(0, NULL) != 0 ||
+	    setresgid(0, 0, 0) != 0 || setresuid(0, 0, 0) != 0)
+		return -1;
+	return 0;
 }
 
 /* struct __user_cap_header_struct / __user_cap_data_struct (linux/capability.h), version 3. */

@@ -21,6 +21,11 @@
  * errno (the process is then only partly confined: the caller must not go on). */
 int sbx_confine(void);
 
+/* Joins the user namespace userns_fd refers to as its root: uid and gid 0 there, no
+ * supplementary groups. The caller still has to confine itself (joining gives every
+ * capability inside, and the full bounding set). 0, or -1 with errno. */
+int sbx_confine_userns(int userns_fd);
+
 /* The filter alone, written into out (cap instructions, each 8 bytes: struct sock_filter);
  * returns the number of instructions, or -1 when cap is too small. */
 struct sbx_bpf {

@@ -67,8 +67,10 @@ pst=$(in_ns "$priv" exec -- cat /proc/self/status)
 [ "$(echo "$pst" | sed -n 's/^CapBnd:\t//p')" != $docker ] || die "negative control: bounded"
 ok "init and exec'd commands: bounding, permitted, effective = Docker's list ($docker), inheritable and ambient empty, no_new_privs, a seccomp filter (--privileged: full set)"
 
-try mknod-read $maj $min $marker | grep -q 'refused: open' || die "mknod"
-ok "a block node for the test's loop device ($maj:$min) is made but cannot be opened (nodev); --privileged reads the disk"
+# In the user namespace the kernel refuses the node itself (CAP_MKNOD counts in the host's
+# namespace only); nodev would refuse its open.
+try mknod-read $maj $min $marker | grep -q 'refused: mknod' || die "mknod"
+ok "a block node for the test's loop device ($maj:$min) cannot be made (user namespace); --privileged reads the disk"
 try mount-tmpfs >/dev/null
 ok "mount of a tmpfs refused; --privileged mounts it"
 try unshare-user-mount >/dev/null
@@ -81,8 +83,11 @@ done
 ok "open_by_handle_at, bpf, perf_event_open, keyctl, init_module, clock_settime refused; --privileged reaches each"
 
 h=$(in_ns "$conf" exec -- cat /proc/sys/kernel/hostname)
-try write /proc/sys/kernel/hostname "$h" | grep -q 'Read-only' || die "hostname"
-ok "/proc/sys/kernel/hostname: not writable (read-only /proc/sys); --privileged writes it"
+# Refused twice over: /proc/sys is read-only, and its files belong to the host's root, which
+# the user namespace does not map (the permission check comes first).
+try write /proc/sys/kernel/hostname "$h" | grep -Eq 'refused: open: (Read-only|Permission denied)' ||
+	die "hostname"
+ok "/proc/sys/kernel/hostname: not writable (read-only /proc/sys, owned by an unmapped root); --privileged writes it"
 if [ -e /proc/sysrq-trigger ]; then
 	# 'h' only prints the SysRq help into the kernel's log.
 	try write /proc/sysrq-trigger h >/dev/null
@@ -111,6 +116,49 @@ devs=$(in_ns "$conf" exec -- ls /dev | tr '\n' ' ')
 echo "$mi" | awk '$5 == "/" || $5 == "/dev" || $5 == "/dev/shm" { if ($6 !~ /nodev/) exit 1 }' ||
 	die "a writable mount without nodev: $mi"
 ok "/dev: only null zero full random urandom tty ptmx pts shm (and the fd links); nodev on /, /dev, /dev/shm"
+
+# The user namespace: root inside is the sandbox's own range of host ids (its state's uid=),
+# through the resident agent and through sbx-agent enter (SBX_RESIDENT=0) alike; the image
+# still looks root-owned inside (its idmapped lower layer), while what the sandbox's root
+# writes is owned by the mapped ids on the host. --privileged: the host's ids, unmapped.
+base=$(sed -n 's/^uid=//p' "$SBX_NS_DIR/$conf/state")
+[ -n "$base" ] && [ "$base" -gt 0 ] || die "no mapped uid in the state: $base"
+want="0 $base 65536"
+for via in 1 0; do
+	m=$(SBX_RESIDENT=$via in_ns "$conf" exec -- cat /proc/self/uid_map /proc/self/gid_map | tr -s ' \n' ' ')
+	[ "$m" = " $want $want " ] || die "SBX_RESIDENT=$via: uid_map and gid_map: '$m', want 0 $base 65536 twice"
+done
+m=$(in_ns "$priv" exec -- cat /proc/self/uid_map | tr -s ' ')
+[ "$m" = " 0 0 4294967295" ] || die "negative control: --privileged's uid_map: $m"
+[ "$(in_ns "$conf" exec -- stat -c %u:%g / /bin /etc/passwd | tr '\n' ' ')" = "0:0 0:0 0:0 " ] ||
+	die "the image is not root-owned inside: $(in_ns "$conf" exec -- stat -c %u:%g / /bin /etc/passwd)"
+ok "root inside maps to host uid and gid $base (65536 ids; resident agent and sbx-agent enter alike), the image root-owned inside; --privileged: the host's ids"
+
+for n in "$conf" "$priv"; do
+	in_ns "$n" exec -- sh -c 'echo x >/made && echo y >/given && chown 1001:2002 /given' ||
+		die "$n: write as root"
+done
+up=$SBX_NS_DIR/$conf/upper
+[ "$(stat -c %u:%g "$up/made" "$up/given" | tr '\n' ' ')" = "$base:$base $((base + 1001)):$((base + 2002)) " ] ||
+	die "the upper layer's owners on the host: $(stat -c %u:%g "$up/made" "$up/given")"
+[ "$(in_ns "$conf" exec -- stat -c %u:%g /made /given | tr '\n' ' ')" = "0:0 1001:2002 " ] ||
+	die "owners inside: $(in_ns "$conf" exec -- stat -c %u:%g /made /given)"
+[ "$(stat -c %u "$SBX_NS_DIR/$priv/upper/made")" = 0 ] || die "negative control: --privileged's file not the host's root's"
+ok "a file the sandbox's root writes is uid $base on the host (1001:2002 inside is $((base + 1001)):$((base + 2002))); --privileged's is uid 0"
+
+# A root-only file of the host's, passed in: placed by the host in a new folder of each
+# sandbox's upper layer (one the sandbox never looked up, so the overlay shows it at once),
+# owned by the host's root, mode 0600. The user namespace does not map the host's root, so
+# root inside gets no DAC override on it.
+printf %s "$marker" >"$w/rootonly"
+for n in "$conf" "$priv"; do
+	install -d -m 0755 -o 0 -g 0 "$SBX_NS_DIR/$n/upper/hostonly"
+	install -m 0600 -o 0 -g 0 "$w/rootonly" "$SBX_NS_DIR/$n/upper/hostonly/f"
+done
+in_ns "$conf" exec -- cat /hostonly/f 2>/dev/null && die "the sandbox's root read a root-only host file"
+[ "$(in_ns "$conf" exec -- stat -c %u /hostonly/f)" = 65534 ] || die "the host's root is mapped inside"
+[ "$(in_ns "$priv" exec -- cat /hostonly/f)" = "$marker" ] || die "negative control: --privileged cannot read it"
+ok "a root-only host file passed in (owner the host's root, 0600) cannot be read by the sandbox's root, it shows as 65534; --privileged reads it"
 
 
 # The 32-bit ABI of this machine's kernel (int 0x80 from an i386 program) has its own numbers:

@@ -120,9 +120,10 @@ if [ -d "$top/build/images/busybox-x86_64" ]; then
 	ok "a receipt an impostor signed with any key it could know does not verify (exit 1, said so)"
 
 	# A relay that passes the AUTH through to the real agent but changes the harness on its
-	# way: the keeper refuses the request (its MAC) and nothing runs.
+	# way: the keeper refuses the request (its MAC) and nothing runs. The real agent joins the
+	# sandbox's user namespace too (--user): its keeper's folder belongs to root in there.
 	pid=$("$sbx" --json sandbox status $nsname | jget pid)
-	real="nsenter --target $pid --mount --uts --ipc --net --pid --root --wd /.sbx/sbx-agent serve"
+	real="nsenter --target $pid --user --mount --uts --ipc --net --pid --root --wd /.sbx/sbx-agent serve"
 	export FAKE_LOG=$w/mitm.log
 	for action in argv pass; do
 		mline="$fake_agent 'mitm=$action:$real'"

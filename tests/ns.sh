@@ -50,7 +50,12 @@ listing "$img" >"$w/img.before"
 "$sbx" sandbox status A | grep -q '^A running pid [0-9]* arch x86_64 image ' || die "status A"
 "$sbx" --json sandbox status B | grep -q '"state":"running"' || die "status B"
 ok "two sandboxes from one image: created and running"
-[ -z "$(ls -A "$SBX_NS_DIR" | grep '^\.' || true)" ] || die "a temporary state folder was left"
+# What the state folder holds besides the sandboxes' folders: the id claims (.ids, each a link
+# named by its range's slot) and nothing else.
+left() { ls -A "$SBX_NS_DIR" | grep -vx '\.ids'; }
+[ -z "$(left | grep '^\.' || true)" ] || die "a temporary state folder was left"
+[ "$(ls "$SBX_NS_DIR/.ids" | sort | tr '\n' ' ')" = "0 1 " ] && [ "$(readlink "$SBX_NS_DIR/.ids/1")" = B ] ||
+	die "id claims: $(ls -l "$SBX_NS_DIR/.ids")"
 for k in pid starttime pidns image arch created_ns; do
 	grep -q "^$k=." "$SBX_NS_DIR/A/state" || die "state lacks $k"
 done
@@ -102,9 +107,13 @@ ok "the sandbox sees only the image (cwd /, no host path, / = image + /.sbx)"
 agent_sha=$(sha256sum "${SBX_AGENT_DIR:-$top/build/agent}/x86_64/sbx-agent" | cut -d' ' -f1)
 [ "$(in_ns A --json hello | grep -o '"sha256":"[0-9a-f]*"')" = "\"sha256\":\"$agent_sha\"" ] ||
 	die "HELLO digest"
-[ "$(stat -c '%a %U' "$SBX_NS_DIR/A/upper/.sbx/sbx-agent")" = "755 root" ] || die "agent mode"
+# Root inside is the sandbox's mapped uid on the host (its state's uid=).
+base=$(sed -n 's/^uid=//p' "$SBX_NS_DIR/A/state")
+[ -n "$base" ] && [ "$base" -ne 0 ] || die "no mapped uid in A's state"
+[ "$(stat -c '%a %u' "$SBX_NS_DIR/A/upper/.sbx/sbx-agent")" = "755 $base" ] || die "agent mode"
+[ "$(in_ns A exec -- stat -c '%a %U' /.sbx/sbx-agent)" = "755 root" ] || die "agent mode inside"
 [ ! -e "$img/.sbx" ] || die "the agent landed in the image"
-ok "the agent is injected in the layer (/.sbx/sbx-agent, 0755 root); HELLO's SHA-256 matches"
+ok "the agent is injected in the layer (/.sbx/sbx-agent, 0755 root inside, uid $base on the host); HELLO's SHA-256 matches"
 
 # ---- the overlay ----
 in_ns A sh 'echo from-a >/tmp/only-a && echo changed >>/etc/passwd && rm /bin/vi'
@@ -161,8 +170,8 @@ for p in "${sleeps[@]}" "$a_pid"; do
 done
 [ -z "$(ns_procs "$a_ns")" ] || die "processes left in A's pid namespace: $(ns_procs "$a_ns")"
 ok "rm: the sleeps (${sleeps[*]}, one setsid) and init are gone, nothing left in the pid namespace"
-[ ! -e "$SBX_NS_DIR/A" ] && [ -z "$(ls -A "$SBX_NS_DIR" | grep -v '^B$' || true)" ] ||
-	die "state left: $(ls -A "$SBX_NS_DIR")"
+[ ! -e "$SBX_NS_DIR/A" ] && [ -z "$(left | grep -v '^B$' || true)" ] && [ ! -e "$SBX_NS_DIR/.ids/0" ] ||
+	die "state left: $(ls -A "$SBX_NS_DIR" "$SBX_NS_DIR/.ids")"
 no_mounts || die "mounts left"
 ok "rm: no state folder, layer or mount left"
 "$sbx" sandbox rm A || die "rm of an absent sandbox"
@@ -233,7 +242,7 @@ ln -s "$w/outside" "$w/evil/dev" # absolute: resolved on the host before the piv
 rc=$(rc "$sbx" sandbox create --image "$w/evil" --name E 2>"$w/err")
 [ $rc = 3 ] && grep -q '/dev' "$w/err" || die "evil image: rc $rc $(cat "$w/err")"
 [ -z "$(ls -A "$w/outside")" ] || die "the create wrote through the image's /dev symlink"
-[ -z "$(ls -A "$SBX_NS_DIR" | grep -v '^C$' || true)" ] || die "failed create left $(ls -A "$SBX_NS_DIR")"
+[ -z "$(left | grep -v '^C$' || true)" ] || die "failed create left $(ls -A "$SBX_NS_DIR")"
 no_mounts || die "failed create left mounts"
 ok "an image whose /dev is a symlink is refused (exit 3), nothing written or left"
 
@@ -260,7 +269,23 @@ if [ -x "$top/build/images/noshell-x86_64/hello" ]; then
 	ok "build/images/noshell-x86_64: /hello runs"
 fi
 
+# /etc/subuid and /etc/subgid name root's ranges: sandboxes take 65536 of them each, in
+# order, until none is left. The files are a copy of /etc bound over it in a private mount
+# namespace only. Shown able to fail: with the files not read, the maps said 100000000.
+cp -a /etc "$w/etc"
+echo root:200000:131072 >"$w/etc/subuid"
+echo root:300000:200000 >"$w/etc/subgid"
+SBX_NS_DIR=$w/sub unshare --mount --propagation private sh -c 'mount --bind "$1/etc" /etc &&
+	for n in S1 S2 S3; do "$2" sandbox create --image "$3" --name $n >/dev/null 2>"$1/sub.err"; done
+	"$2" --runner ns:S2 exec -- cat /proc/self/uid_map /proc/self/gid_map
+	"$2" sandbox rm S1 S2 S3' sh "$w" "$sbx" "$img" >"$w/sub.maps" || die "subuid: $(cat "$w/sub.err")"
+[ "$(tr -s ' \n' ' ' <"$w/sub.maps")" = " 0 265536 65536 0 365536 65536 " ] ||
+	die "subuid: S2's maps: $(cat "$w/sub.maps")"
+grep -q 'every one of the 2 id ranges is taken' "$w/sub.err" || die "subuid: S3: $(cat "$w/sub.err")"
+[ -z "$(ls "$w/sub")$(ls -A "$w/sub/.ids")" ] || die "subuid: left $(ls -A "$w/sub" "$w/sub/.ids")"
+ok "/etc/subuid and /etc/subgid: root's ranges cut in 65536 ids (S2 maps to 265536 and 365536), a third sandbox refused when they are all taken"
+
 "$sbx" sandbox rm C T F
-[ -z "$(ls -A "$SBX_NS_DIR")" ] || die "left: $(ls -A "$SBX_NS_DIR")"
+[ -z "$(left)" ] && [ -z "$(ls -A "$SBX_NS_DIR/.ids")" ] || die "left: $(ls -A "$SBX_NS_DIR" "$SBX_NS_DIR/.ids")"
 listing "$img" | cmp -s - "$w/img.before" || die "the image changed"
 ok "all removed; the image is unchanged"

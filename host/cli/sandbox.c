@@ -246,7 +246,7 @@ static int create_argv(struct cli_call *c, int argc, char **argv, struct sbx_err
 		return sbx_err_set(e, SBX_EUSAGE, 0, "--privileged is for the ns runner");
 	if (a->co.privileged)
 		fputs("sbx: warning: --privileged: root in this sandbox is root on the machine, "
-		      "with every capability and no seccomp filter\n",
+		      "with every capability, no seccomp filter and no user namespace\n",
 		      stderr);
 	return 0;
 }

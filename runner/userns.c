@@ -1,0 +1,212 @@
+/* User namespaces of the ns runner (runner/userns.h): the range a sandbox maps to, the
+ * namespace holding that map, and the idmapped view of its image. */
+#include "userns.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The mount API of Linux 5.12 and later; older C library headers do not name it (the numbers
+ * are the same on every architecture). */
+#ifndef SYS_open_tree
+#define SYS_open_tree 428
+#endif
+#ifndef SYS_move_mount
+#define SYS_move_mount 429
+#endif
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+#define OPEN_TREE_CLONE_ 1
+#define MOVE_MOUNT_F_EMPTY_PATH_ 0x4
+#define MOUNT_ATTR_IDMAP_ 0x00100000
+#define AT_RECURSIVE_ 0x8000
+
+struct mount_attr_ {
+	uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+
+struct range {
+	uint32_t start, count;
+};
+
+/* Root's first range of at least SBX_USERNS_IDS ids in a subordinate-id file ("root:START:COUNT"
+ * or "0:START:COUNT"); 0 when there is one. */
+static int sub_range(const char *path, struct range *r)
+{
+	FILE *f = fopen(path, "re");
+	if (f == NULL)
+		return -1;
+	char line[256];
+	int found = -1;
+	while (found != 0 && fgets(line, sizeof line, f) != NULL) {
+		char *c1 = strchr(line, ':'), *c2 = c1 != NULL ? strchr(c1 + 1, ':') : NULL;
+		if (c2 == NULL)
+			continue;
+		*c1 = '\0';
+		if (strcmp(line, "root") != 0 && strcmp(line, "0") != 0)
+			continue;
+		char *end;
+		unsigned long long s = strtoull(c1 + 1, &end, 10), n;
+		if (end != c2 || (n = strtoull(c2 + 1, &end, 10)) < SBX_USERNS_IDS ||
+		    (*end != '\n' && *end != '\0') || s > UINT32_MAX || n > UINT32_MAX ||
+		    s + n > UINT32_MAX)
+			continue;
+		*r = (struct range){(uint32_t)s, (uint32_t)n};
+		found = 0;
+	}
+	fclose(f);
+	return found;
+}
+
+int sbx_userns_claim(const char *base, const char *name, struct sbx_userns *u, struct sbx_err *e)
+{
+	u->slot = -1;
+	struct range ur = {SBX_USERNS_BASE, SBX_USERNS_IDS * SBX_USERNS_SLOTS}, gr = ur;
+	struct range su, sg;
+	if (sub_range("/etc/subuid", &su) == 0 && sub_range("/etc/subgid", &sg) == 0)
+		ur = su, gr = sg;
+	uint32_t slots = (ur.count < gr.count ? ur.count : gr.count) / SBX_USERNS_IDS;
+	if (slots > SBX_USERNS_SLOTS)
+		slots = SBX_USERNS_SLOTS;
+	char dir[PATH_MAX];
+	if ((size_t)snprintf(dir, sizeof dir, "%s/.ids", base) >= sizeof dir)
+		return sbx_err_set(e, SBX_EUSAGE, ENAMETOOLONG, "%s/.ids", base);
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "mkdir %s", dir);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "open %s", dir);
+	/* A claim is a link naming its sandbox, made or refused at once (EEXIST): two creates
+	 * at the same time never take the same range. */
+	for (uint32_t k = 0; k < slots; k++) {
+		char slot[16];
+		snprintf(slot, sizeof slot, "%u", (unsigned)k);
+		if (symlinkat(name, dfd, slot) == 0) {
+			close(dfd);
+			*u = (struct sbx_userns){ur.start + k * SBX_USERNS_IDS,
+			                         gr.start + k * SBX_USERNS_IDS, (int)k};
+			return 0;
+		}
+		if (errno != EEXIST) {
+			int err = errno;
+			close(dfd);
+			return sbx_err_set(e, SBX_EUNAVAILABLE, err, "claim %s/%s", dir, slot);
+		}
+	}
+	close(dfd);
+	return sbx_err_set(e, SBX_EUNAVAILABLE, ENOSPC,
+	                   "every one of the %u id ranges is taken (%s)", (unsigned)slots, dir);
+}
+
+void sbx_userns_release(const char *base, int slot)
+{
+	char path[PATH_MAX];
+	if (slot >= 0 &&
+	    (size_t)snprintf(path, sizeof path, "%s/.ids/%d", base, slot) < sizeof path)
+		unlink(path);
+}
+
+static int write_map(pid_t pid, const char *file, uint32_t start)
+{
+	char path[64], map[64];
+	snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file);
+	int n = snprintf(map, sizeof map, "0 %u %u\n", (unsigned)start, SBX_USERNS_IDS);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	int ok = write(fd, map, (size_t)n) == n;
+	int err = errno;
+	close(fd);
+	errno = err;
+	return ok ? 0 : -1;
+}
+
+int sbx_userns_make(const struct sbx_userns *u, int *net_fd, struct sbx_err *e)
+{
+	*net_fd = -1;
+	/* ready: the child has its namespace; done: the map is written and the namespace held,
+	 * the child may go. */
+	int ready[2], done[2];
+	if (pipe2(ready, O_CLOEXEC) != 0)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "pipe");
+	if (pipe2(done, O_CLOEXEC) != 0) {
+		int err = errno;
+		close(ready[0]);
+		close(ready[1]);
+		return sbx_err_set(e, SBX_EUNAVAILABLE, err, "pipe");
+	}
+	pid_t c = fork();
+	if (c == 0) {
+		close(ready[0]);
+		close(done[1]);
+		char b =
+		        unshare(CLONE_NEWUSER) == 0 && unshare(CLONE_NEWNET) == 0 ? 0 : (char)errno;
+		ssize_t r = write(ready[1], &b, 1) == 1 && b == 0 ? read(done[0], &b, 1) : 0;
+		_exit(r < 0);
+	}
+	int err = errno, fd = -1;
+	close(ready[1]);
+	close(done[0]);
+	const char *what = "fork";
+	if (c > 0) {
+		char b = 0;
+		what = "make a user namespace";
+		if (read(ready[0], &b, 1) != 1)
+			err = EPIPE;
+		else if (b != 0)
+			err = b;
+		else if (write_map(c, "uid_map", u->uid) != 0 ||
+		         write_map(c, "gid_map", u->gid) != 0)
+			err = errno, what = "write the user namespace's map";
+		else {
+			char path[64];
+			snprintf(path, sizeof path, "/proc/%d/ns/user", (int)c);
+			if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+				err = errno, what = "open the user namespace";
+			snprintf(path, sizeof path, "/proc/%d/ns/net", (int)c);
+			if (fd >= 0 && (*net_fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+				err = errno, what = "open the network namespace";
+				close(fd);
+				fd = -1;
+			}
+		}
+	}
+	close(ready[0]);
+	close(done[1]);
+	if (c > 0)
+		while (waitpid(c, NULL, 0) < 0 && errno == EINTR)
+			;
+	if (fd < 0)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, err, "%s (host ids %u and up)", what,
+		                   (unsigned)u->uid);
+	return fd;
+}
+
+int sbx_userns_idmap(const char *src, int userns_fd, const char *dst)
+{
+	int t = (int)syscall(SYS_open_tree, AT_FDCWD, src,
+	                     OPEN_TREE_CLONE_ | O_CLOEXEC | AT_RECURSIVE_);
+	if (t < 0)
+		return -1;
+	struct mount_attr_ a = {.attr_set = MOUNT_ATTR_IDMAP_, .userns_fd = (uint64_t)userns_fd};
+	int rc = syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH | AT_RECURSIVE_, &a, sizeof a) ==
+	                                 0 &&
+	                         syscall(SYS_move_mount, t, "", AT_FDCWD, dst,
+	                                 MOVE_MOUNT_F_EMPTY_PATH_) == 0
+	                 ? 0
+	                 : -1;
+	int err = errno;
+	close(t);
+	errno = err;
+	return rc;
+}
