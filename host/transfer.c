@@ -790,7 +790,7 @@ struct download {
 	int wfd, rfd, wake;
 	uint8_t *held;
 	size_t hoff, hlen, hcap;
-	int nomem;
+	int nomem; /* held bytes could not be kept: the op fails with ENOMEM */
 	uint64_t bytes;
 	pthread_t th;
 	int started, joined, answered;
@@ -837,17 +837,21 @@ static void close_w(struct sbx_op *op, struct download *d)
 		op->fds[1] = (struct pollfd){-1, 0, 0};
 }
 
-/* The worker stopped (its pipe closed: it reads EOF and ends within what it is writing) and
- * joined. */
-static void stop_unpack(struct sbx_op *op, struct download *d)
+/* The worker joined (it ended or reads EOF now): nothing more goes to it, its pipe's read end
+ * and its wake-up fd closed. */
+static void join_unpack(struct sbx_op *op, struct download *d)
 {
 	close_w(op, d);
-	if (d->started && !d->joined) {
+	if (d->started && !d->joined)
 		pthread_join(d->th, NULL);
-		d->joined = 1;
-	}
+	d->joined = d->started;
+	if (d->rfd >= 0)
+		close(d->rfd);
+	if (d->wake >= 0)
+		close(d->wake);
+	d->rfd = d->wake = -1;
 	if (op != NULL)
-		op->fds[2].events = 0;
+		op->fds[2] = (struct pollfd){-1, 0, 0};
 }
 
 /* Ends the local side (the worker joined or never started): the staging folder committed
@@ -892,7 +896,7 @@ static int local_end(struct download *d, int rc, struct sbx_err *e)
 /* Everything local undone: the worker stopped, the staging folder and the copy removed. */
 static void dl_abort(struct sbx_op *op, struct download *d)
 {
-	stop_unpack(op, d);
+	join_unpack(op, d);
 	struct sbx_err e2;
 	local_end(d, -1, &e2);
 }
@@ -1014,8 +1018,7 @@ static void dl_data(struct sbx_op *op, void *ctx, int ch, const uint8_t *b, size
 		}
 	}
 	if (d->nomem) {
-		/* The worker reads EOF and fails; the op fails with this. */
-		sbx_err_set(&d->ue, SBX_EUNAVAILABLE, ENOMEM, "download: holding its bytes");
+		/* The worker reads EOF and fails; the op fails with ENOMEM (dl_settle). */
 		dl_credit(op, ch, n);
 		close_w(op, d);
 		return;
@@ -1055,6 +1058,8 @@ static void dl_settle(struct sbx_op *op, struct download *d)
 		/* Refused or failed here: the rest is not wanted. */
 		sbx_op_cancel_remote(op);
 		e = d->ue;
+		if (d->nomem)
+			sbx_err_set(&e, SBX_EUNAVAILABLE, ENOMEM, "download: holding its bytes");
 		local_end(d, -1, &e);
 		sbx_op_finish(op, -1, &e);
 		return;
@@ -1102,12 +1107,8 @@ static void dl_fd(struct sbx_op *op, void *ctx)
 		dl_pump(op, d);
 	if (op->fds[2].fd >= 0 && (op->fds[2].revents & POLLIN) && d->started && !d->joined) {
 		uint64_t v;
-		if (read(d->wake, &v, sizeof v) == (ssize_t)sizeof v) {
-			pthread_join(d->th, NULL);
-			d->joined = 1;
-			op->fds[2].events = 0;
-			close_w(op, d); /* the worker is gone: nothing more goes to it */
-		}
+		if (read(d->wake, &v, sizeof v) == (ssize_t)sizeof v)
+			join_unpack(op, d);
 	}
 	dl_settle(op, d);
 }
@@ -1151,10 +1152,6 @@ static void dl_release(void *ctx)
 {
 	struct download *d = ctx;
 	dl_abort(NULL, d);
-	if (d->rfd >= 0)
-		close(d->rfd);
-	if (d->wake >= 0)
-		close(d->wake);
 	free(d->source);
 	free(d->target);
 	free(d->copy_path);
