@@ -92,12 +92,9 @@ static ssize_t fill(struct unpack *u)
 		u->cap = n;
 	}
 	ssize_t n;
-	if (u->o->in_fd < 0)
-		n = u->o->pull(u->o->pull_ctx, u->win + u->len, CHUNK);
-	else
-		do
-			n = read(u->o->in_fd, u->win + u->len, CHUNK);
-		while (n < 0 && errno == EINTR);
+	do
+		n = read(u->o->in_fd, u->win + u->len, CHUNK);
+	while (n < 0 && errno == EINTR);
 	if (n < 0) {
 		u->in_failed = 1;
 		u->in_errno = errno;
@@ -707,7 +704,7 @@ int sbx_unpack(const struct sbx_unpack_opts *o, struct sbx_unpack_stats *st, str
 	if (st == NULL)
 		st = &local;
 	memset(st, 0, sizeof *st);
-	if (o == NULL || (o->in_fd < 0 && o->pull == NULL))
+	if (o == NULL || o->in_fd < 0)
 		return sbx_err_set(e, SBX_EUSAGE, 0, "sbx_unpack: no input");
 	struct unpack u = {.o = o, .st = st, .e = e, .pin = NO_PIN};
 	sbx_sha256_init(&u.sha);

@@ -15,11 +15,8 @@
 #include "tree_put.h"
 
 struct sbx_unpack_opts {
-	int in_fd; /* the archive stream, read to EOF; -1: pull gives it */
-	/* When in_fd is -1: up to cap bytes of the stream into buf; 0 at its end, -1 (errno set)
-	 * on failure. libsbx's downloads pull from the session on the caller's thread. */
-	ssize_t (*pull)(void *ctx, void *buf, size_t cap);
-	void *pull_ctx;
+	int in_fd;   /* the archive stream, read to EOF (libsbx's downloads: a pipe the session
+	                fills, read by a worker thread) */
 	int root_fd; /* the directory members are placed under (kept open by the caller) */
 	enum sbx_put_mode mode;
 	int force_walk; /* tree_put's O_NOFOLLOW component walk even where openat2 works */

@@ -432,7 +432,7 @@ static void job_feed(struct sbx_op *op);
 static void job_stdin(struct sbx_op *op)
 {
 	struct sbx_job *j = op->st;
-	if (j->stdin_end || op->p == NULL || op->p->done)
+	if (j->stdin_end || j->probing || op->p == NULL || op->p->done)
 		return;
 	job_feed(op);
 	if (j->stdin_end && j->hooks != NULL && j->hooks->stdin_end != NULL)
@@ -463,30 +463,69 @@ static void job_feed(struct sbx_op *op)
 		op->credit_ready = 1;
 }
 
+/* The job's own request goes (after its probe, if any). */
+static void job_begin(struct sbx_op *op)
+{
+	struct sbx_job *j = op->st;
+	j->stdin_end = j->o->stdin_data == NULL && j->o->stdin_fd < 0;
+	if (sbx_op_send(op, SBX_STREAM_JOB, j->req, j->len) != 0)
+		return;
+	free(j->req);
+	j->req = NULL;
+	job_stdin(op);
+}
+
+static void job_probed(struct sbx_op *op)
+{
+	struct sbx_job *j = op->st;
+	struct sbx_err e;
+	j->probing = 0;
+	int rc = sbx_op_response(op, &e);
+	if (rc == 0)
+		rc = j->hooks->probed(op, j->hctx, &e);
+	if (rc < 0)
+		sbx_op_finish(op, -1, &e);
+	else if (rc == 0)
+		sbx_op_finish(op, 0, NULL);
+	else
+		job_begin(op);
+}
+
 static void job_step(struct sbx_op *op, int ev)
 {
 	struct sbx_job *j = op->st;
 	switch (ev) {
 	case SBX_EV_START:
-		j->stdin_end = j->o->stdin_data == NULL && j->o->stdin_fd < 0;
-		if (sbx_op_send(op, SBX_STREAM_JOB, j->req, j->len) != 0)
+		if (j->probe == NULL) {
+			job_begin(op);
+			break;
+		}
+		j->probing = 1;
+		if (sbx_op_send(op, SBX_STREAM_REQ, j->probe, j->probe_len) != 0)
 			return;
-		free(j->req);
-		j->req = NULL;
-		job_stdin(op);
+		free(j->probe);
+		j->probe = NULL;
 		break;
 	case SBX_EV_FD:
+		job_stdin(op);
+		if (j->hooks != NULL && j->hooks->fd != NULL && !op->done)
+			j->hooks->fd(op, j->hctx);
+		break;
 	case SBX_EV_CREDIT:
 		job_stdin(op);
 		break;
 	case SBX_EV_STREAM:
-		if (j->hooks != NULL && j->hooks->ended != NULL)
-			j->hooks->ended(op, j->hctx);
+		if (j->probing) {
+			job_probed(op);
+			break;
+		}
+		if (j->hooks != NULL && j->hooks->ended != NULL && j->hooks->ended(op, j->hctx))
+			break; /* the hook finishes it */
 		sbx_op_finish(op, 0, NULL);
 		break;
 	case SBX_EV_STOP:
 		/* The command in the sandbox is cancelled; its late answer is dropped. */
-		if (!sbx_session_broken(op->s))
+		if (!sbx_session_broken(op->s) && !j->probing)
 			sbx_op_cancel_remote(op);
 		if (j->hooks != NULL && j->hooks->ended != NULL)
 			j->hooks->ended(op, j->hctx);
@@ -501,6 +540,10 @@ static void job_data(struct sbx_op *op, int ch, const uint8_t *b, size_t n, int 
 {
 	(void)end;
 	struct sbx_job *j = op->st;
+	if (j->hooks != NULL && j->hooks->data != NULL) {
+		j->hooks->data(op, j->hctx, ch, b, n);
+		return;
+	}
 	const struct sbx_exec_opts *o = j->o;
 	if (n > 0 && o->on_output != NULL && !j->sink_failed &&
 	    o->on_output(o->ctx, ch, b, n) != 0) {
@@ -516,6 +559,7 @@ static void job_release(struct sbx_op *op)
 	if (j == NULL)
 		return;
 	free(j->req);
+	free(j->probe);
 	if (j->hooks != NULL && j->hooks->release != NULL && j->hctx != NULL)
 		j->hooks->release(j->hctx);
 	free(j->hctx);
@@ -524,9 +568,18 @@ static void job_release(struct sbx_op *op)
 static const struct sbx_op_class job_class = {
         .name = "job", .step = job_step, .release = job_release, .data = job_data};
 
-struct sbx_op *sbx_job_async(struct sbx_session *s, const uint8_t *req, size_t len,
-                             const struct sbx_exec_opts *o, const struct sbx_job_hooks *hooks,
-                             void *hctx, struct sbx_err *e)
+static uint8_t *dup_bytes(const uint8_t *b, size_t len)
+{
+	uint8_t *c = malloc(len ? len : 1);
+	if (c != NULL && len > 0)
+		memcpy(c, b, len);
+	return c;
+}
+
+struct sbx_op *sbx_job_probed_async(struct sbx_session *s, const uint8_t *probe, size_t plen,
+                                    const uint8_t *req, size_t len, const struct sbx_exec_opts *o,
+                                    const struct sbx_job_hooks *hooks, void *hctx,
+                                    struct sbx_err *e)
 {
 	struct sbx_op *op = sbx_op_new(s, &job_class, sizeof(struct sbx_job), e);
 	if (op == NULL) {
@@ -539,15 +592,37 @@ struct sbx_op *sbx_job_async(struct sbx_session *s, const uint8_t *req, size_t l
 	j->o = o;
 	j->hooks = hooks;
 	j->hctx = hctx;
-	j->req = malloc(len ? len : 1);
-	if (j->req == NULL) {
+	j->req = dup_bytes(req, len);
+	j->len = len;
+	if (probe != NULL) {
+		j->probe = dup_bytes(probe, plen);
+		j->probe_len = plen;
+	}
+	if (j->req == NULL || (probe != NULL && j->probe == NULL)) {
 		sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "job");
 		destroy(op);
 		return NULL;
 	}
-	memcpy(j->req, req, len);
-	j->len = len;
 	return sbx_op_go(op, e);
+}
+
+struct sbx_op *sbx_job_async(struct sbx_session *s, const uint8_t *req, size_t len,
+                             const struct sbx_exec_opts *o, const struct sbx_job_hooks *hooks,
+                             void *hctx, struct sbx_err *e)
+{
+	return sbx_job_probed_async(s, NULL, 0, req, len, o, hooks, hctx, e);
+}
+
+int sbx_job_set_req(struct sbx_op *op, const uint8_t *req, size_t len, struct sbx_err *e)
+{
+	struct sbx_job *j = op->st;
+	uint8_t *c = dup_bytes(req, len);
+	if (c == NULL)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "job");
+	free(j->req);
+	j->req = c;
+	j->len = len;
+	return 0;
 }
 
 const struct sbx_job *sbx_op_job(const struct sbx_op *op)

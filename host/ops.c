@@ -143,13 +143,20 @@ int sbx_ping(struct sbx_session *s, double *rtt_s, struct sbx_err *e)
 
 /* ---- kind ---- */
 
-static int parse_kind(const struct sbx_op *op, enum sbx_kind *out, struct sbx_err *e)
+uint8_t *sbx_kind_req(const char *path, struct sbx_msgw *w, struct sbx_err *e)
 {
-	if (sbx_op_answer_ok(op, e) != 0)
+	return path_req(SBX_OP_KIND, path, w, e);
+}
+
+int sbx_kind_parse(const uint8_t *resp, size_t len, enum sbx_kind *out, struct sbx_err *e)
+{
+	if (resp == NULL)
+		return sbx_err_set(e, SBX_EPROTOCOL, 0, "kind: no answer");
+	if (sbx_response_status(resp, len, e) != 0)
 		return -1;
 	struct sbx_field f;
 	char kind[16];
-	if (sbx_msg_find(op->resp, op->resp_len, SBX_T_KIND, &f) != 1 ||
+	if (sbx_msg_find(resp, len, SBX_T_KIND, &f) != 1 ||
 	    sbx_field_str(&f, kind, sizeof kind) != 0)
 		return sbx_err_set(e, SBX_EPROTOCOL, 0, "kind response without a kind");
 	if (strcmp(kind, "dir") == 0)
@@ -182,7 +189,7 @@ int sbx_kind_result(const struct sbx_op *op, enum sbx_kind *out, struct sbx_err 
 		return sbx_err_set(e, SBX_EUSAGE, 0, "%s is not a kind probe", op->cls->name);
 	if (sbx_op_status(op, e) != 0)
 		return -1;
-	return parse_kind(op, out, e);
+	return sbx_kind_parse(op->resp, op->resp_len, out, e);
 }
 
 int sbx_kind(struct sbx_session *s, const char *path, enum sbx_kind *out, struct sbx_err *e)
@@ -327,6 +334,42 @@ int sbx_resolve(struct sbx_session *s, const char *path, char **out, struct sbx_
 	return rc;
 }
 
+uint8_t *sbx_lands_clear_req(const char *dir, const char *const *keep_out, size_t n,
+                             struct sbx_msgw *w, struct sbx_err *e)
+{
+	size_t need = 64 + strlen(dir);
+	for (size_t i = 0; i < n; i++)
+		need += 6 + strlen(keep_out[i]);
+	uint8_t *b = sbx_req_buf(need, w, e);
+	if (b == NULL)
+		return NULL;
+	sbx_msgw_i64(w, SBX_T_OP, SBX_OP_LANDS_CLEAR);
+	sbx_msgw_str(w, SBX_T_PATH, dir);
+	for (size_t i = 0; i < n; i++)
+		sbx_msgw_str(w, SBX_T_KEEP_OUT, keep_out[i]);
+	return b;
+}
+
+int sbx_lands_clear_parse(const uint8_t *resp, size_t len, int *clear, char **physical,
+                          char **warning, struct sbx_err *e)
+{
+	if (physical != NULL)
+		*physical = NULL;
+	if (warning != NULL)
+		*warning = NULL;
+	struct sbx_field f;
+	int64_t v;
+	if (resp == NULL || sbx_msg_find(resp, len, SBX_T_CLEAR, &f) != 1 ||
+	    sbx_field_i64(&f, &v) != 0)
+		return sbx_err_set(e, SBX_EPROTOCOL, 0, "lands_clear response without an answer");
+	*clear = v != 0;
+	if (physical != NULL && sbx_msg_find(resp, len, SBX_T_PHYSICAL, &f) == 1)
+		*physical = field_dup(&f);
+	if (warning != NULL && !*clear && sbx_msg_find(resp, len, SBX_T_MESSAGE, &f) == 1)
+		*warning = field_dup(&f);
+	return 0;
+}
+
 int sbx_lands_clear(struct sbx_session *s, const char *dir, const char *const *keep_out, size_t n,
                     int *clear, char **physical, char **warning, struct sbx_err *e)
 {
@@ -334,37 +377,18 @@ int sbx_lands_clear(struct sbx_session *s, const char *dir, const char *const *k
 		*physical = NULL;
 	if (warning != NULL)
 		*warning = NULL;
-	size_t need = 64 + strlen(dir);
-	for (size_t i = 0; i < n; i++)
-		need += 6 + strlen(keep_out[i]);
 	struct sbx_msgw w;
-	uint8_t *b = sbx_req_buf(need, &w, e);
+	uint8_t *b = sbx_lands_clear_req(dir, keep_out, n, &w, e);
 	if (b == NULL)
 		return -1;
-	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_LANDS_CLEAR);
-	sbx_msgw_str(&w, SBX_T_PATH, dir);
-	for (size_t i = 0; i < n; i++)
-		sbx_msgw_str(&w, SBX_T_KEEP_OUT, keep_out[i]);
 	struct sbx_op *p;
 	int rc = sbx_call(s, &w, &p, e);
 	free(b);
 	if (rc != 0)
 		return -1;
-	struct sbx_field f;
-	int64_t v;
-	if (sbx_msg_find(p->resp, p->resp_len, SBX_T_CLEAR, &f) != 1 ||
-	    sbx_field_i64(&f, &v) != 0) {
-		sbx_op_free(p);
-		return sbx_err_set(e, SBX_EPROTOCOL, 0, "lands_clear response without an answer");
-	}
-	*clear = v != 0;
-	if (physical != NULL && sbx_msg_find(p->resp, p->resp_len, SBX_T_PHYSICAL, &f) == 1)
-		*physical = field_dup(&f);
-	if (warning != NULL && !*clear &&
-	    sbx_msg_find(p->resp, p->resp_len, SBX_T_MESSAGE, &f) == 1)
-		*warning = field_dup(&f);
+	rc = sbx_lands_clear_parse(p->resp, p->resp_len, clear, physical, warning, e);
 	sbx_op_free(p);
-	return 0;
+	return rc;
 }
 
 void sbx_exec_opts_init(struct sbx_exec_opts *o)

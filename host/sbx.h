@@ -264,7 +264,8 @@ int sbx_exec(struct sbx_session *s, const struct sbx_exec_opts *o, struct sbx_ex
  * (sbx_session_next_done). A blocking call on the session also moves every operation in
  * flight. An operation's result is read with its _result function once it is done, and it is
  * freed with sbx_op_free (freeing one still running cancels it). A broken session ends every
- * operation with its error. Options and buffers given to an _async call must outlive it. */
+ * operation with its error. Options and buffers given to an _async call must outlive it,
+ * unless it says otherwise (the transfers read theirs at the start only). */
 struct sbx_op;
 struct pollfd;
 
@@ -386,16 +387,44 @@ int sbx_download_path(struct sbx_session *s, const char *source, const char *tar
 int sbx_upload_path(struct sbx_session *s, const char *source, const char *target,
                     const struct sbx_xfer_opts *o, struct sbx_xfer_stats *st, struct sbx_err *e);
 
-/* The two uploads as operations that do not block: the packing thread starts at once, the
- * archive goes as the channel takes it; cancelling one sends CANCEL, and the agent drops its
- * staging (the old tree stays). o is read at the start only (o->progress and o->timeout_s are
- * the blocking forms': give the op a deadline instead). Downloads have no such form yet: their
- * unpacking runs on the calling thread (docs/architecture.md). */
+/* The transfers as operations that do not block. o and every string given (source, target,
+ * archive, o->names, o->exclude, o->archive_copy, keep_out) are read at the start only: they
+ * need not outlive the call. o->progress and o->timeout_s are the blocking forms': give the
+ * op a deadline (sbx_op_set_deadline) instead. Cancelling one (sbx_op_cancel, or sbx_op_free
+ * while it runs) sends CANCEL: an upload's agent drops its staging (the old tree stays); a
+ * download stops its unpacking, removes its staging folder and the partial archive_copy, and
+ * leaves the local target as it was.
+ *
+ * Uploads: the packing thread starts at once, the archive goes as the channel takes it.
+ * Downloads: the archive is unpacked by a worker thread reading a pipe the session's step
+ * fills; the agent's credit goes back only as bytes enter the pipe, so at most one credit
+ * window (4 MiB) is held in memory; the commit (staging moved into place, archive_copy named)
+ * runs in the session's step once the agent's answer and the unpacker's end are both in, with
+ * every rule of the blocking forms. A refusal by the unpacker cancels the job and the op fails
+ * with the unpacker's error (naming the member). download_path probes the kind first (its
+ * first step); upload_archive's lands_clear probe is its first step, and the upload starts on
+ * its answer. Their results: sbx_upload_result, sbx_download_result (kind: what
+ * download_path found; a download_dir of an absent folder fails there as sbx_download_dir
+ * does), sbx_upload_archive_result (landed and *warning, malloc'd, as sbx_upload_archive). */
 struct sbx_op *sbx_upload_dir_async(struct sbx_session *s, const char *source, const char *target,
                                     const struct sbx_xfer_opts *o, struct sbx_err *e);
 struct sbx_op *sbx_upload_path_async(struct sbx_session *s, const char *source, const char *target,
                                      const struct sbx_xfer_opts *o, struct sbx_err *e);
 int sbx_upload_result(const struct sbx_op *op, struct sbx_xfer_stats *st, struct sbx_err *e);
+struct sbx_op *sbx_download_dir_async(struct sbx_session *s, const char *source, const char *target,
+                                      const struct sbx_xfer_opts *o, struct sbx_err *e);
+struct sbx_op *sbx_download_path_async(struct sbx_session *s, const char *source,
+                                       const char *target, const struct sbx_xfer_opts *o,
+                                       struct sbx_err *e);
+int sbx_download_result(const struct sbx_op *op, enum sbx_kind *kind /* may be NULL */,
+                        struct sbx_xfer_stats *st, struct sbx_err *e);
+struct sbx_op *sbx_upload_archive_async(struct sbx_session *s, const char *archive,
+                                        enum sbx_kind kind, const char *target,
+                                        const char *const *keep_out, size_t n_keep_out,
+                                        const struct sbx_xfer_opts *o, struct sbx_err *e);
+int sbx_upload_archive_result(const struct sbx_op *op, int *landed,
+                              char **warning /* malloc'd, may be NULL */, struct sbx_xfer_stats *st,
+                              struct sbx_err *e);
 
 /* Replays a download's archive_copy byte for byte at target (kind: what download_path said;
  * a file's archive must hold only the one regular file named as target's last name).

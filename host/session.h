@@ -145,18 +145,34 @@ int sbx_detached(struct sbx_session *s, const struct sbx_msgw *w, enum sbx_lane 
 /* A job (EXEC, UPLOAD, DOWNLOAD): the prepared request, its stdin from o (stdin_data or
  * stdin_fd), its output to o->on_output, called as DATA arrives (credit returned when it
  * returns; nonzero cancels the job). o must outlive the op. Done when the answer came. */
+struct sbx_job;
 struct sbx_job_hooks {
 	/* Once, when the whole of stdin went (END sent). */
 	void (*stdin_end)(struct sbx_op *op, void *ctx);
-	/* Once, when the job ends (answered or stopped), before it finishes. */
-	void (*ended)(struct sbx_op *op, void *ctx);
+	/* Once when the job is answered, and when it is stopped (so possibly twice), before it
+	 * finishes. On an answer, 1 says the hook finishes the op itself later (sbx_op_finish:
+	 * work of its own is still running, e.g. a download's unpacking); 0 finishes it now. */
+	int (*ended)(struct sbx_op *op, void *ctx);
 	/* When the op is freed: ctx's insides. */
 	void (*release)(void *ctx);
+	/* DATA on the job's stream instead of o->on_output: the hook returns the credit
+	 * (sbx_engine_consumed) as it passes the bytes on, now or later. */
+	void (*data)(struct sbx_op *op, void *ctx, int ch, const uint8_t *b, size_t n);
+	/* One of op->fds[1..] is ready (op->fds[0] is the job's stdin). */
+	void (*fd)(struct sbx_op *op, void *ctx);
+	/* The answer of the probe that went before the job (sbx_job_probed_async), its STATUS
+	 * ok: 1 sends the job (j->req, which the hook may replace: sbx_job_set_req), 0 ends
+	 * the op with success and no job (op->resp is the probe's answer), -1 fails it with
+	 * *e. */
+	int (*probed)(struct sbx_op *op, void *ctx, struct sbx_err *e);
 };
 struct sbx_job {
 	const struct sbx_exec_opts *o;
 	uint8_t *req;
 	size_t len;
+	uint8_t *probe; /* a REQUEST sent first, its answer given to hooks->probed; or NULL */
+	size_t probe_len;
+	int probing; /* the probe is in flight */
 	size_t stdin_off;
 	int stdin_end;
 	int sink_failed;
@@ -167,6 +183,14 @@ struct sbx_job {
 struct sbx_op *sbx_job_async(struct sbx_session *s, const uint8_t *req, size_t len,
                              const struct sbx_exec_opts *o, const struct sbx_job_hooks *hooks,
                              void *hctx, struct sbx_err *e);
+/* The same job after a probe (a REQUEST, probe[0..plen)): hooks->probed decides on its
+ * answer whether the job goes, and may first change it (its fds, its request). */
+struct sbx_op *sbx_job_probed_async(struct sbx_session *s, const uint8_t *probe, size_t plen,
+                                    const uint8_t *req, size_t len, const struct sbx_exec_opts *o,
+                                    const struct sbx_job_hooks *hooks, void *hctx,
+                                    struct sbx_err *e);
+/* From hooks->probed: the request the job sends instead (copied). 0, or -1 with *e. */
+int sbx_job_set_req(struct sbx_op *op, const uint8_t *req, size_t len, struct sbx_err *e);
 /* The hooks' context of a job op (NULL when op is no job or has none). */
 void *sbx_op_job_ctx(const struct sbx_op *op);
 /* op's job state, or NULL when op is no job. */
@@ -181,6 +205,16 @@ uint8_t *sbx_req_buf(size_t need, struct sbx_msgw *w, struct sbx_err *e);
 
 /* The error a RESPONSE carries: -1 with *e set when its STATUS is not ok. */
 int sbx_response_status(const uint8_t *p, size_t len, struct sbx_err *e);
+
+/* The requests and answers of two probes transfers begin with (ops.c): the kind of a path,
+ * and lands_clear (its request into w, the buffer returned to free; its answer's fields,
+ * *physical and *warning malloc'd, either may be NULL). */
+uint8_t *sbx_kind_req(const char *path, struct sbx_msgw *w, struct sbx_err *e);
+int sbx_kind_parse(const uint8_t *resp, size_t len, enum sbx_kind *out, struct sbx_err *e);
+uint8_t *sbx_lands_clear_req(const char *dir, const char *const *keep_out, size_t n,
+                             struct sbx_msgw *w, struct sbx_err *e);
+int sbx_lands_clear_parse(const uint8_t *resp, size_t len, int *clear, char **physical,
+                          char **warning, struct sbx_err *e);
 
 /* ---- a job's stdin (exec, upload) ---- */
 

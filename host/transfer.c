@@ -1,6 +1,7 @@
-/* Transfers on the host side: a thread packs (or reads a kept archive) into a pipe the session
- * streams as the job's stdin, or a thread unpacks what the job's stdout delivers into a
- * private staging folder; the session loop stays on the caller's thread. See sbx.h. */
+/* Transfers on the host side, as operations (sbx.h): a thread packs (or reads a kept archive)
+ * into a pipe the session streams as the job's stdin, or a thread unpacks what the job's
+ * stdout delivers through a pipe into a private staging folder; the session's step, on the
+ * caller's thread, moves the bytes and commits. The blocking calls wait for their op. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -173,6 +175,11 @@ struct upload {
 	char one_name[256], as_name[256];
 	int in_fd;
 	int started, joined, committed;
+	/* upload_archive: the archive (opened once the probe said clear), whether it did, and
+	 * why not */
+	char *archive;
+	int landing;
+	char *warning;
 };
 
 /* The source ends: its thread joined once (closing the pipe first when the agent ended the
@@ -214,10 +221,11 @@ static void upload_stdin_end(struct sbx_op *op, void *ctx)
 		u->committed = 1;
 }
 
-static void upload_ended(struct sbx_op *op, void *ctx)
+static int upload_ended(struct sbx_op *op, void *ctx)
 {
 	(void)op;
 	upload_join(ctx);
+	return 0;
 }
 
 static void upload_release(void *ctx)
@@ -230,6 +238,8 @@ static void upload_release(void *ctx)
 		close(u->src.root_fd);
 	if (u->src.file_fd >= 0)
 		close(u->src.file_fd);
+	free(u->archive);
+	free(u->warning);
 }
 
 static const struct sbx_job_hooks upload_hooks = {
@@ -294,7 +304,39 @@ int sbx_upload_result(const struct sbx_op *op, struct sbx_xfer_stats *st, struct
 	return rc;
 }
 
-/* The blocking form: waited for (the transfer's own timeout), progress told as stdin goes. */
+/* The blocking forms: op waited for within the transfer's own timeout, o->progress told the
+ * bytes moved (moved(op)) as they go; a progress callback that refuses cancels the job in the
+ * sandbox, which then answers. 0 once op is done; -1 with *e when the wait failed first. */
+static int xfer_wait(struct sbx_session *s, struct sbx_op *p, const struct sbx_xfer_opts *o,
+                     const char *what, uint64_t (*moved)(const struct sbx_op *), struct sbx_err *e)
+{
+	int64_t deadline = sbx_now_ns() + (int64_t)(timeout_of(o) * 1e9);
+	int cancelled = 0;
+	uint64_t last = 0;
+	while (!p->done) {
+		if (sbx_now_ns() >= deadline)
+			return sbx_err_set(e, SBX_EUNAVAILABLE, ETIMEDOUT,
+			                   "%s: no result within %.0f s", what, timeout_of(o));
+		if (sbx_session_wait(s, deadline, e) != 0)
+			return -1;
+		uint64_t m = moved(p);
+		if (o->progress != NULL && m != last) {
+			last = m;
+			if (o->progress(o->ctx, m) != 0 && !cancelled) {
+				sbx_op_cancel_remote(p);
+				cancelled = 1;
+			}
+		}
+	}
+	return 0;
+}
+
+static uint64_t upload_moved(const struct sbx_op *op)
+{
+	const struct sbx_job *j = sbx_op_job(op);
+	return j != NULL ? j->stdin_off : 0;
+}
+
 static int upload_wait(struct sbx_session *s, struct sbx_op *p, const struct sbx_xfer_opts *o,
                        struct sbx_xfer_stats *st, struct sbx_err *e)
 {
@@ -302,25 +344,7 @@ static int upload_wait(struct sbx_session *s, struct sbx_op *p, const struct sbx
 	if (p == NULL)
 		return -1;
 	int64_t start = sbx_now_ns();
-	int64_t deadline = start + (int64_t)(timeout_of(o) * 1e9);
-	int rc = 0, cancelled = 0;
-	uint64_t last_progress = 0;
-	while (rc == 0 && !p->done) {
-		if (sbx_now_ns() >= deadline) {
-			rc = sbx_err_set(e, SBX_EUNAVAILABLE, ETIMEDOUT,
-			                 "upload: no result within %.0f s", timeout_of(o));
-			break;
-		}
-		rc = sbx_session_wait(s, deadline, e);
-		const struct sbx_job *j = sbx_op_job(p);
-		if (o->progress != NULL && j->stdin_off != last_progress) {
-			last_progress = j->stdin_off;
-			if (o->progress(o->ctx, last_progress) != 0 && !cancelled) {
-				sbx_op_cancel_remote(p);
-				cancelled = 1;
-			}
-		}
-	}
+	int rc = xfer_wait(s, p, o, "upload", upload_moved, e);
 	if (rc == 0)
 		rc = sbx_upload_result(p, st, e);
 	else if (p->resp != NULL)
@@ -478,6 +502,107 @@ int sbx_upload_path(struct sbx_session *s, const char *source, const char *targe
 	return upload_wait(s, sbx_upload_path_async(s, source, target, o, e), o, st, e);
 }
 
+/* ---- upload_archive: the lands_clear probe, then (when clear) the upload ---- */
+
+static int archive_probed(struct sbx_op *op, void *ctx, struct sbx_err *e)
+{
+	struct upload *u = ctx;
+	int clear = 0;
+	if (sbx_lands_clear_parse(op->p->resp, op->p->resp_len, &clear, NULL, &u->warning, e) != 0)
+		return -1;
+	if (!clear)
+		return 0; /* nothing is touched */
+	free(u->warning);
+	u->warning = NULL;
+	u->landing = 1;
+	u->src.file_fd = open(u->archive, O_RDONLY | O_CLOEXEC);
+	if (u->src.file_fd < 0)
+		return sbx_err_set(e, SBX_EUSAGE, errno, "archive %s", u->archive);
+	if (start_source(&u->src, &u->in_fd, e) != 0)
+		return -1;
+	u->started = 1;
+	u->eo.stdin_fd = u->in_fd;
+	return 1;
+}
+
+static const struct sbx_job_hooks archive_hooks = {.stdin_end = upload_stdin_end,
+                                                   .ended = upload_ended,
+                                                   .release = upload_release,
+                                                   .probed = archive_probed};
+
+struct sbx_op *sbx_upload_archive_async(struct sbx_session *s, const char *archive,
+                                        enum sbx_kind kind, const char *target,
+                                        const char *const *keep_out, size_t n_keep_out,
+                                        const struct sbx_xfer_opts *o, struct sbx_err *e)
+{
+	struct sbx_xfer_opts def;
+	o = opts_or_default(o, &def);
+	if (kind != SBX_KIND_DIR && kind != SBX_KIND_FILE) {
+		sbx_err_set(e, SBX_EUSAGE, 0, "upload_archive: kind must be dir or file");
+		return NULL;
+	}
+	char dir[PATH_MAX], base[256];
+	if (archive == NULL || target == NULL || target[0] != '/' ||
+	    split(target, dir, sizeof dir, base, sizeof base) != 0) {
+		sbx_err_set(e, SBX_EUSAGE, 0, "upload_archive: the target must be absolute");
+		return NULL;
+	}
+	const char *into = kind == SBX_KIND_DIR ? target : dir;
+	/* The probe first: preparing the target is destructive. */
+	struct sbx_msgw pw, w;
+	uint8_t *pb = sbx_lands_clear_req(into, keep_out, n_keep_out, &pw, e);
+	if (pb == NULL)
+		return NULL;
+	/* A file's archive holds one member named as the file: the target must name it so. */
+	uint8_t *b = upload_req(into, kind == SBX_KIND_DIR ? SBX_XMODE_REPLACE : SBX_XMODE_MERGE, 0,
+	                        1, kind == SBX_KIND_FILE ? base : NULL, o, &w, e);
+	struct upload *u = b != NULL ? calloc(1, sizeof *u) : NULL;
+	if (u != NULL) {
+		u->src.root_fd = u->src.file_fd = u->in_fd = -1;
+		sbx_exec_opts_init(&u->eo);
+		u->archive = strdup(archive);
+	}
+	if (b != NULL && (u == NULL || u->archive == NULL)) {
+		sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "upload_archive");
+		free(u);
+		u = NULL;
+	}
+	struct sbx_op *op = NULL;
+	if (u != NULL) {
+		op = sbx_job_probed_async(s, pb, pw.len, b, w.len, &u->eo, &archive_hooks, u, e);
+		if (op != NULL)
+			op->result = SBX_OP_UPLOAD;
+	}
+	free(pb);
+	free(b);
+	return op;
+}
+
+int sbx_upload_archive_result(const struct sbx_op *op, int *landed, char **warning,
+                              struct sbx_xfer_stats *st, struct sbx_err *e)
+{
+	*landed = 0;
+	if (warning != NULL)
+		*warning = NULL;
+	memset(st, 0, sizeof *st);
+	const struct upload *u = sbx_op_job_ctx(op);
+	if (u == NULL || op->result != SBX_OP_UPLOAD || u->archive == NULL)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "this %s is not an upload_archive",
+		                   sbx_op_name(op));
+	if (sbx_op_status(op, e) != 0)
+		return -1;
+	if (!u->landing) {
+		if (warning != NULL && u->warning != NULL &&
+		    (*warning = strdup(u->warning)) == NULL)
+			return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "upload_archive");
+		return 0;
+	}
+	if (sbx_upload_result(op, st, e) != 0)
+		return -1;
+	*landed = 1;
+	return 0;
+}
+
 int sbx_upload_archive(struct sbx_session *s, const char *archive, enum sbx_kind kind,
                        const char *target, const char *const *keep_out, size_t n_keep_out,
                        const struct sbx_xfer_opts *o, int *landed, char **warning,
@@ -489,227 +614,16 @@ int sbx_upload_archive(struct sbx_session *s, const char *archive, enum sbx_kind
 	*landed = 0;
 	if (warning != NULL)
 		*warning = NULL;
-	if (kind != SBX_KIND_DIR && kind != SBX_KIND_FILE)
-		return sbx_err_set(e, SBX_EUSAGE, 0, "upload_archive: kind must be dir or file");
-	char dir[PATH_MAX], base[256];
-	if (target == NULL || target[0] != '/' ||
-	    split(target, dir, sizeof dir, base, sizeof base) != 0)
-		return sbx_err_set(e, SBX_EUSAGE, 0, "upload_archive: the target must be absolute");
-	const char *into = kind == SBX_KIND_DIR ? target : dir;
-	/* The probe first: preparing the target is destructive. */
-	int clear = 0;
-	if (sbx_lands_clear(s, into, keep_out, n_keep_out, &clear, NULL, warning, e) != 0)
+	struct sbx_op *op =
+	        sbx_upload_archive_async(s, archive, kind, target, keep_out, n_keep_out, o, e);
+	if (op == NULL)
 		return -1;
-	if (!clear)
-		return 0;
-	if (warning != NULL) {
-		free(*warning);
-		*warning = NULL;
-	}
-	struct sbx_msgw w;
-	/* A file's archive holds one member named as the file: the target must name it so. */
-	uint8_t *b = upload_req(into, kind == SBX_KIND_DIR ? SBX_XMODE_REPLACE : SBX_XMODE_MERGE, 0,
-	                        1, kind == SBX_KIND_FILE ? base : NULL, o, &w, e);
-	if (b == NULL)
-		return -1;
-	struct upload *u = calloc(1, sizeof *u);
-	if (u == NULL) {
-		free(b);
-		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "upload");
-	}
-	u->src.root_fd = -1;
-	u->src.file_fd = open(archive, O_RDONLY | O_CLOEXEC);
-	if (u->src.file_fd < 0) {
-		free(u);
-		free(b);
-		return sbx_err_set(e, SBX_EUSAGE, errno, "archive %s", archive);
-	}
-	struct sbx_op *op = upload_async(s, &w, u, e);
-	free(b);
-	int rc = upload_wait(s, op, o, st, e);
-	if (rc == 0)
-		*landed = 1;
-	return rc;
-}
-
-/* ---- downloads: the archive pulled from the session on the caller's thread ---- */
-
-/* The unpacker asks for bytes (sink_pull); the session is pumped until the job's output
- * callback (sink_output) has given some. One thread, no pipe: while a pull waits, output goes
- * straight from the channel's buffer into the unpacker's window (dst); only what does not fit
- * there is kept in buf for the next pull. The agent's credit is returned as bytes arrive, so
- * buf holds at most what one pump brings. */
-struct sink {
-	struct sbx_session *s;
-	struct sbx_op *p; /* the DOWNLOAD job */
-	int64_t deadline;
-	uint8_t *buf;
-	size_t off, len, cap;
-	uint8_t *dst; /* the pull waiting, or NULL */
-	size_t dcap, dlen;
-	int failed; /* the unpacker stopped: later output is refused (the job is cancelled) */
-	uint64_t bytes;
-	struct sbx_err e; /* the session's error when pulling failed */
-	const struct sbx_xfer_opts *o;
-};
-
-static int sink_output(void *ctx, int chan, const void *data, size_t len)
-{
-	struct sink *k = ctx;
-	if (chan != SBX_CH_STDOUT)
-		return 0;
-	if (k->failed)
-		return -1;
-	k->bytes += len;
-	if (k->o->progress != NULL && k->o->progress(k->o->ctx, k->bytes) != 0)
-		return -1;
-	if (k->dst != NULL && k->dlen < k->dcap && k->off == k->len) {
-		size_t n = k->dcap - k->dlen < len ? k->dcap - k->dlen : len;
-		memcpy(k->dst + k->dlen, data, n);
-		k->dlen += n;
-		data = (const uint8_t *)data + n;
-		len -= n;
-	}
-	if (len == 0)
-		return 0;
-	if (k->off > 0 && k->cap - k->len < len) {
-		memmove(k->buf, k->buf + k->off, k->len - k->off);
-		k->len -= k->off;
-		k->off = 0;
-	}
-	if (k->cap - k->len < len) {
-		size_t n = k->cap > 0 ? k->cap : 1 << 18;
-		while (n - k->len < len)
-			n *= 2;
-		uint8_t *b = realloc(k->buf, n);
-		if (b == NULL)
-			return -1;
-		k->buf = b;
-		k->cap = n;
-	}
-	memcpy(k->buf + k->len, data, len);
-	k->len += len;
-	return 0;
-}
-
-static ssize_t sink_pull(void *ctx, void *out, size_t cap)
-{
-	struct sink *k = ctx;
-	if (k->off < k->len) {
-		size_t n = k->len - k->off < cap ? k->len - k->off : cap;
-		memcpy(out, k->buf + k->off, n);
-		k->off += n;
-		return (ssize_t)n;
-	}
-	k->off = k->len = 0;
-	k->dst = out;
-	k->dcap = cap;
-	k->dlen = 0;
-	ssize_t r = 0;
-	while (k->dlen == 0 && !k->p->done) {
-		if (sbx_now_ns() >= k->deadline) {
-			sbx_err_set(&k->e, SBX_EUNAVAILABLE, ETIMEDOUT, "download: no end in time");
-			errno = ETIMEDOUT;
-			r = -1;
-			break;
-		}
-		if (sbx_session_wait(k->s, k->deadline, &k->e) != 0) {
-			errno = k->e.errnum != 0 ? k->e.errnum : EIO;
-			r = -1;
-			break;
-		}
-	}
-	k->dst = NULL;
-	return r < 0 ? r : (ssize_t)k->dlen;
-}
-
-/* Runs a DOWNLOAD of source into the staging folder stage_fd. *kind gets the agent's word.
- * only: a file's download, the one member its archive may hold. */
-static int run_download(struct sbx_session *s, const char *source, const char *only, int stage_fd,
-                        int tee_fd, const struct sbx_xfer_opts *o, char *kind, size_t kcap,
-                        struct sbx_xfer_stats *st, struct sbx_err *e)
-{
-	size_t need = strlen(source) + 128;
-	for (const char *const *n = o->names; n != NULL && *n != NULL; n++)
-		need += strlen(*n) + 8;
-	for (const char *const *n = o->exclude; n != NULL && *n != NULL; n++)
-		need += strlen(*n) + 8;
-	struct sbx_msgw w;
-	uint8_t *b = sbx_req_buf(need, &w, e);
-	if (b == NULL)
-		return -1;
-	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_DOWNLOAD);
-	sbx_msgw_str(&w, SBX_T_PATH, source);
-	if (only == NULL) {
-		for (const char *const *n = o->names; n != NULL && *n != NULL; n++)
-			sbx_msgw_str(&w, SBX_T_NAMES, *n);
-		for (const char *const *n = o->exclude; n != NULL && *n != NULL; n++)
-			sbx_msgw_str(&w, SBX_T_EXCLUDE, *n);
-	}
-	sbx_msgw_i64(&w, SBX_T_SKIP_UNSAFE, o->skip_unsafe != 0);
-
-	struct sink k;
-	memset(&k, 0, sizeof k);
-	k.o = o;
-	struct sbx_exec_opts eo;
-	sbx_exec_opts_init(&eo);
-	eo.on_output = sink_output;
-	eo.ctx = &k;
 	int64_t start = sbx_now_ns();
-	int64_t deadline = start + (int64_t)(timeout_of(o) * 1e9);
-	struct sbx_op *p = sbx_job_async(s, b, w.len, &eo, NULL, NULL, e);
-	int rc = p == NULL ? -1 : 0;
-	free(b);
-	int urc = 0;
-	struct sbx_err ue;
-	struct sbx_unpack_stats us;
-	memset(&us, 0, sizeof us);
-	if (rc == 0) {
-		k.s = s;
-		k.p = p;
-		k.deadline = deadline;
-		struct sbx_unpack_opts uo = {.in_fd = -1,
-		                             .pull = sink_pull,
-		                             .pull_ctx = &k,
-		                             .root_fd = stage_fd,
-		                             .mode = o->links == SBX_LINKS_KEEP ? SBX_PUT_KEEP
-		                                                                : SBX_PUT_DATA,
-		                             .force_walk = o->force_walk,
-		                             .tee_fd = tee_fd,
-		                             .only = only};
-		urc = sbx_unpack(&uo, &us, &ue);
-		if (urc != 0 && !p->done) {
-			/* Refused or failed here: the rest is not wanted. */
-			k.failed = 1;
-			if (!sbx_op_job(p)->sink_failed)
-				sbx_op_cancel_remote(p);
-		}
-		rc = sbx_op_wait_until(p, deadline, e);
-	}
-	free(k.buf);
-	int have_sha = 0;
+	int rc = xfer_wait(s, op, o, "upload", upload_moved, e);
 	if (rc == 0)
-		rc = sbx_op_answer_ok(p, e);
-	if (rc == 0)
-		parse_stats(p->resp, p->resp_len, st, kind, kcap, &have_sha);
-	int absent = rc == 0 && strcmp(kind, "absent") == 0;
-	if (rc == 0 && !absent && urc != 0) {
-		*e = ue;
-		rc = -1;
-	}
-	if (rc != 0 && urc != 0 && p != NULL && p->done && k.failed)
-		*e = ue; /* the host refused and cancelled: its refusal is the cause */
-	if (rc == 0 && !absent && (!have_sha || memcmp(st->sha256, us.sha256, 32) != 0)) {
-		char a[65], c[65];
-		sbx_hex(us.sha256, SBX_SHA256_LEN, a);
-		sbx_hex(st->sha256, SBX_SHA256_LEN, c);
-		rc = sbx_err_set(e, SBX_ETRANSFER, 0,
-		                 "download: the agent packed a stream with SHA-256 %s, the host "
-		                 "received %s",
-		                 have_sha ? c : "(none)", a);
-	}
+		rc = sbx_upload_archive_result(op, landed, warning, st, e);
 	st->seconds = (double)(sbx_now_ns() - start) / 1e9;
-	sbx_op_free(p);
+	sbx_op_free(op);
 	return rc;
 }
 
@@ -792,8 +706,7 @@ static int open_copy(const char *path, struct copy *c, struct sbx_err *e)
 static int close_copy(struct copy *c, int keep, const char *path, int rc, struct sbx_err *e)
 {
 	if (c->fd >= 0) {
-		if (keep && rc == 0 && fsync(c->fd) != 0)
-			rc = sbx_err_set(e, SBX_EUSAGE, errno, "archive_copy %s", path);
+		/* Synced by the unpacking worker once the whole stream was in. */
 		if (keep && rc == 0)
 			rc = sbx_move_verified(c->dir, c->tmp, c->dir, c->base, c->fd, 0, path, e);
 		if (close(c->fd) != 0 && keep && rc == 0)
@@ -846,100 +759,558 @@ static int drop_stage(int home, const char *stage, int sfd, struct sbx_err *e2)
 	                   "moved");
 }
 
-static int download_common(struct sbx_session *s, const char *source, const char *target,
-                           int want_file_or_dir, const struct sbx_xfer_opts *o,
-                           enum sbx_kind *kind_out, struct sbx_xfer_stats *st, struct sbx_err *e)
+/* ---- downloads: the unpacker in a worker thread, fed through a pipe by the session ----
+ *
+ * The DOWNLOAD job's output arrives on the thread that steps the session; it goes into a
+ * pipe (non-blocking) whose other end the worker's sbx_unpack reads into the private staging
+ * folder. The agent's credit is returned only as bytes enter the pipe: what the pipe does not
+ * take is held (at most the stream's credit window, SBX_WINDOW_DEFAULT) and the op polls the
+ * pipe for room. The worker's end is told through an eventfd among the op's fds. The commit
+ * (the staging folder moved or merged into place, the archive_copy renamed) runs on the
+ * session's thread once both the agent's answer and the worker's end are in: the digest and
+ * the agent's word are judged there first, and a cancel can never race a commit half done. */
+
+struct download {
+	/* from the start: the caller's options and strings are not read later */
+	char *source, *target, *copy_path;
+	int dir_only; /* download_dir: a file is refused, absent is an error */
+	enum sbx_put_mode mode;
+	int force_walk;
+	uint8_t *req_dir, *req_file; /* the DOWNLOAD request for a folder, for a file */
+	size_t len_dir, len_file;
+	struct sbx_exec_opts eo; /* no stdin, no output sink (the data hook takes the output) */
+	/* the local side, once the kind is known */
+	enum sbx_kind k;
+	int in_target;
+	char tbase[256], hpath[PATH_MAX], stage[64];
+	int home, sfd;
+	struct copy cp;
+	const char *only; /* a file's one member: source's last name */
+	/* the pipe into the worker, and the bytes it did not take yet */
+	int wfd, rfd, wake;
+	uint8_t *held;
+	size_t hoff, hlen, hcap;
+	int nomem; /* held bytes could not be kept: the op fails with ENOMEM */
+	uint64_t bytes;
+	pthread_t th;
+	int started, joined, answered;
+	/* the worker's, read once it is joined */
+	int urc;
+	struct sbx_err ue;
+	struct sbx_unpack_stats us;
+	/* the result */
+	enum sbx_kind kind;
+	struct sbx_xfer_stats st;
+};
+
+static void *unpack_main(void *arg)
 {
-	memset(st, 0, sizeof *st);
-	if (kind_out != NULL)
-		*kind_out = SBX_KIND_ABSENT;
-	if (source == NULL || source[0] != '/')
-		return sbx_err_set(e, SBX_EUSAGE, 0, "the source must be an absolute path");
+	struct download *d = arg;
+	struct sbx_unpack_opts uo = {.in_fd = d->rfd,
+	                             .root_fd = d->sfd,
+	                             .mode = d->mode,
+	                             .force_walk = d->force_walk,
+	                             .tee_fd = d->cp.fd,
+	                             .only = d->only};
+	d->urc = sbx_unpack(&uo, &d->us, &d->ue);
+	/* The copy reaches the disk here, off the session's thread, which only renames it. */
+	if (d->urc == 0 && d->cp.fd >= 0 && fsync(d->cp.fd) != 0)
+		d->urc = sbx_err_set(&d->ue, SBX_EUSAGE, errno, "archive_copy %s", d->copy_path);
+	uint64_t one = 1;
+	while (write(d->wake, &one, sizeof one) < 0 && errno == EINTR)
+		;
+	return NULL;
+}
+
+/* The worker's EOF: nothing more goes into the pipe (held bytes are dropped: the op is
+ * ending, or everything went). */
+static void close_w(struct sbx_op *op, struct download *d)
+{
+	if (d->wfd >= 0)
+		close(d->wfd);
+	d->wfd = -1;
+	d->hoff = d->hlen = 0;
+	free(d->held);
+	d->held = NULL;
+	d->hcap = 0;
+	if (op != NULL)
+		op->fds[1] = (struct pollfd){-1, 0, 0};
+}
+
+/* The worker joined (it ended or reads EOF now): nothing more goes to it, its pipe's read end
+ * and its wake-up fd closed. */
+static void join_unpack(struct sbx_op *op, struct download *d)
+{
+	close_w(op, d);
+	if (d->started && !d->joined)
+		pthread_join(d->th, NULL);
+	d->joined = d->started;
+	if (d->rfd >= 0)
+		close(d->rfd);
+	if (d->wake >= 0)
+		close(d->wake);
+	d->rfd = d->wake = -1;
+	if (op != NULL)
+		op->fds[2] = (struct pollfd){-1, 0, 0};
+}
+
+/* Ends the local side (the worker joined or never started): the staging folder committed
+ * (rc 0) or removed, the copy named (when the download was there to keep) or removed. */
+static int local_end(struct download *d, int rc, struct sbx_err *e)
+{
+	if (rc == 0 && d->sfd >= 0 && d->k == SBX_KIND_DIR) {
+		if (d->in_target) {
+			rc = sbx_tree_merge(d->sfd, d->home, SBX_MERGE_PRIVATE, e);
+		} else if (fchmod(d->sfd, 0777 & ~umask_now()) != 0) {
+			rc = sbx_err_set(e, SBX_ETRANSFER, errno, "move the download to %s",
+			                 d->target);
+		} else if ((rc = sbx_move_verified(d->home, d->stage, d->home, d->tbase, d->sfd, 1,
+		                                   d->target, e)) == 0) {
+			d->stage[0] = '\0'; /* it is the target now */
+		}
+	} else if (rc == 0 && d->sfd >= 0 && d->k == SBX_KIND_FILE) {
+		rc = place_file(d->sfd, d->only, d->home, d->tbase, d->target, e);
+	}
+	if (d->stage[0] != '\0' && d->sfd >= 0) {
+		struct sbx_err e2;
+		if (drop_stage(d->home, d->stage, d->sfd, &e2) != 0) {
+			if (rc == 0)
+				rc = sbx_err_set(e, SBX_ETRANSFER, e2.errnum,
+				                 "remove the staging folder %s/%s: %s", d->hpath,
+				                 d->stage, e2.msg);
+			else
+				left_behind(e, d->hpath, d->stage, e2.msg);
+		}
+	}
+	d->stage[0] = '\0';
+	if (d->sfd >= 0)
+		close(d->sfd);
+	if (d->home >= 0)
+		close(d->home);
+	d->sfd = d->home = -1;
+	rc = close_copy(&d->cp, d->k != SBX_KIND_ABSENT, d->copy_path, rc, e);
+	d->cp.fd = d->cp.dir = -1;
+	return rc;
+}
+
+/* Everything local undone: the worker stopped, the staging folder and the copy removed. */
+static void dl_abort(struct sbx_op *op, struct download *d)
+{
+	join_unpack(op, d);
+	struct sbx_err e2;
+	local_end(d, -1, &e2);
+}
+
+/* The local side of a download of kind d->k, and its worker started. */
+static int prepare_local(struct download *d, struct sbx_err *e)
+{
+	char tdir[PATH_MAX];
+	if (split(d->target, tdir, sizeof tdir, d->tbase, sizeof d->tbase) != 0 ||
+	    d->tbase[0] == '\0')
+		return sbx_err_set(e, SBX_EUSAGE, 0, "bad local target %s", d->target);
 	/* What is there decides how the host copy is staged: a folder merges into target, a
 	 * file replaces target. */
-	enum sbx_kind k = SBX_KIND_DIR;
-	if (want_file_or_dir && sbx_kind(s, source, &k, e) != 0)
-		return -1;
-	if (k == SBX_KIND_ABSENT)
-		return 0;
-	char tdir[PATH_MAX], tbase[256];
-	if (split(target, tdir, sizeof tdir, tbase, sizeof tbase) != 0 || tbase[0] == '\0')
-		return sbx_err_set(e, SBX_EUSAGE, 0, "bad local target %s", target);
 	struct stat tst;
-	int texists = stat(target, &tst) == 0;
-	if (texists && k == SBX_KIND_DIR && !S_ISDIR(tst.st_mode))
+	int texists = stat(d->target, &tst) == 0;
+	if (texists && d->k == SBX_KIND_DIR && !S_ISDIR(tst.st_mode))
 		return sbx_err_set(e, SBX_EUSAGE, ENOTDIR, "local target %s is not a folder",
-		                   target);
-	if (texists && k == SBX_KIND_FILE && S_ISDIR(tst.st_mode))
-		return sbx_err_set(e, SBX_EUSAGE, EISDIR, "local target %s is a folder", target);
-	int in_target = k == SBX_KIND_DIR && texists;
-	if (!in_target && mkdirs(tdir, e) != 0)
+		                   d->target);
+	if (texists && d->k == SBX_KIND_FILE && S_ISDIR(tst.st_mode))
+		return sbx_err_set(e, SBX_EUSAGE, EISDIR, "local target %s is a folder", d->target);
+	d->in_target = d->k == SBX_KIND_DIR && texists;
+	if (!d->in_target && mkdirs(tdir, e) != 0)
 		return -1;
 	/* The folder the commit writes into: held open, and written by nobody else (who could
 	 * otherwise swap the staging folder for their own before the move by name). */
-	const char *hpath = in_target ? target : tdir;
-	int home = open(hpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (home < 0)
-		return sbx_err_set(e, SBX_EUSAGE, errno, "local folder %s", hpath);
+	snprintf(d->hpath, sizeof d->hpath, "%s", d->in_target ? d->target : tdir);
+	d->home = open(d->hpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d->home < 0)
+		return sbx_err_set(e, SBX_EUSAGE, errno, "local folder %s", d->hpath);
 	char what[PATH_MAX + 32];
-	snprintf(what, sizeof what, "the local folder %s", hpath);
-	if (sbx_dir_private(home, what, e) != 0) {
-		close(home);
+	snprintf(what, sizeof what, "the local folder %s", d->hpath);
+	if (sbx_dir_private(d->home, what, e) != 0)
+		return -1;
+	d->sfd = sbx_mkstage(d->home, STAGE_PREFIX, d->stage, sizeof d->stage, e);
+	if (d->sfd < 0) {
+		d->stage[0] = '\0';
 		return -1;
 	}
-	char stage[64];
-	int sfd = sbx_mkstage(home, STAGE_PREFIX, stage, sizeof stage, e);
-	if (sfd < 0) {
-		close(home);
+	if (d->copy_path != NULL && open_copy(d->copy_path, &d->cp, e) != 0)
 		return -1;
-	}
-	struct copy cp = {.dir = -1, .fd = -1};
-	int rc = o->archive_copy != NULL ? open_copy(o->archive_copy, &cp, e) : 0;
 	/* A file's archive holds one member, named as the source names the file. */
-	const char *sb = strrchr(source, '/') + 1;
+	d->only = d->k == SBX_KIND_FILE ? strrchr(d->source, '/') + 1 : NULL;
+	int pp[2];
+	if (pipe2(pp, O_CLOEXEC) != 0)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "pipe");
+	d->rfd = pp[0];
+	d->wfd = pp[1];
+	fcntl(d->wfd, F_SETPIPE_SZ, 1 << 20);
+	fcntl(d->wfd, F_SETFL, fcntl(d->wfd, F_GETFL) | O_NONBLOCK);
+	d->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (d->wake < 0)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "eventfd");
+	if (pthread_create(&d->th, NULL, unpack_main, d) != 0)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "thread");
+	d->started = 1;
+	return 0;
+}
+
+static void watch(struct sbx_op *op, struct download *d)
+{
+	op->fds[1] = (struct pollfd){d->wfd, 0, 0};
+	op->fds[2] = (struct pollfd){d->wake, POLLIN, 0};
+}
+
+/* What the pipe takes of b now. */
+static size_t to_pipe(struct download *d, const uint8_t *b, size_t n)
+{
+	size_t off = 0;
+	while (off < n) {
+		ssize_t w = write(d->wfd, b + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break; /* full (the read end stays open until the worker is joined) */
+		off += (size_t)w;
+	}
+	return off;
+}
+
+static void dl_credit(struct sbx_op *op, int ch, uint64_t n)
+{
+	if (n > 0 && op->p != NULL && !op->p->done)
+		sbx_engine_consumed(&op->s->eng, op->p, ch, n);
+}
+
+static void dl_data(struct sbx_op *op, void *ctx, int ch, const uint8_t *b, size_t n)
+{
+	struct download *d = ctx;
+	if (ch != SBX_CH_STDOUT || d->wfd < 0) {
+		dl_credit(op, ch, n); /* nobody reads it any more: the op is ending */
+		return;
+	}
+	d->bytes += n;
+	size_t went = d->hoff == d->hlen ? to_pipe(d, b, n) : 0;
+	dl_credit(op, ch, went);
+	b += went;
+	n -= went;
+	if (n == 0)
+		return;
+	/* Held, its credit withheld: the agent cannot send more than the window it was
+	 * granted (the engine refuses an overrun), so this stays within that window. */
+	if (d->hoff > 0) {
+		memmove(d->held, d->held + d->hoff, d->hlen - d->hoff);
+		d->hlen -= d->hoff;
+		d->hoff = 0;
+	}
+	if (d->hlen + n > SBX_WINDOW_DEFAULT) {
+		d->nomem = 1;
+	} else if (d->hcap - d->hlen < n) {
+		size_t c = d->hcap > 0 ? d->hcap : 1 << 16;
+		while (c - d->hlen < n)
+			c *= 2;
+		uint8_t *nb = realloc(d->held, c);
+		if (nb == NULL) {
+			d->nomem = 1;
+		} else {
+			d->held = nb;
+			d->hcap = c;
+		}
+	}
+	if (d->nomem) {
+		/* The worker reads EOF and fails; the op fails with ENOMEM (dl_settle). */
+		dl_credit(op, ch, n);
+		close_w(op, d);
+		return;
+	}
+	memcpy(d->held + d->hlen, b, n);
+	d->hlen += n;
+	op->fds[1].events = POLLOUT;
+}
+
+/* Held bytes into the pipe as it has room; once all went after the answer, the worker's
+ * EOF. */
+static void dl_pump(struct sbx_op *op, struct download *d)
+{
+	if (d->wfd >= 0 && d->hoff < d->hlen) {
+		size_t went = to_pipe(d, d->held + d->hoff, d->hlen - d->hoff);
+		d->hoff += went;
+		dl_credit(op, SBX_CH_STDOUT, went);
+	}
+	if (d->hoff < d->hlen)
+		return;
+	d->hoff = d->hlen = 0;
+	op->fds[1].events = 0;
+	if (d->answered)
+		close_w(op, d);
+}
+
+/* The op's end once the worker ended: a refusal before the agent's answer cancels the job;
+ * after the answer, the agent's word, the worker's and the digests are judged, then the
+ * commit. */
+static void dl_settle(struct sbx_op *op, struct download *d)
+{
+	if (!d->joined || op->done)
+		return;
+	struct sbx_err e;
+	int rc;
+	if (!d->answered) {
+		/* Refused or failed here: the rest is not wanted. */
+		sbx_op_cancel_remote(op);
+		e = d->ue;
+		if (d->nomem)
+			sbx_err_set(&e, SBX_EUNAVAILABLE, ENOMEM, "download: holding its bytes");
+		local_end(d, -1, &e);
+		sbx_op_finish(op, -1, &e);
+		return;
+	}
 	char kind[16] = "";
+	int have_sha = 0;
+	rc = sbx_op_response(op, &e);
 	if (rc == 0)
-		rc = run_download(s, source, k == SBX_KIND_FILE ? sb : NULL, sfd, cp.fd, o, kind,
-		                  sizeof kind, st, e);
-	if (rc == 0 && strcmp(kind, "absent") == 0) {
-		k = SBX_KIND_ABSENT; /* gone between the probe and the download */
-	} else if (rc == 0 && !want_file_or_dir && strcmp(kind, "file") == 0) {
-		rc = sbx_err_set(e, SBX_ETRANSFER, ENOTDIR,
-		                 "%s in the sandbox is a file, not a folder", source);
-	} else if (rc == 0 && strcmp(kind, k == SBX_KIND_DIR ? "dir" : "file") != 0) {
-		rc = sbx_err_set(e, SBX_ETRANSFER, 0,
-		                 "%s changed from a %s to %s during the download", source,
-		                 k == SBX_KIND_DIR ? "folder" : "file", kind);
+		parse_stats(op->p->resp, op->p->resp_len, &d->st, kind, sizeof kind, &have_sha);
+	int absent = rc == 0 && strcmp(kind, "absent") == 0;
+	if (rc == 0 && !absent && d->urc != 0) {
+		e = d->ue;
+		rc = -1;
 	}
-	if (rc == 0 && k == SBX_KIND_DIR) {
-		if (in_target) {
-			rc = sbx_tree_merge(sfd, home, SBX_MERGE_PRIVATE, e);
-		} else if (fchmod(sfd, 0777 & ~umask_now()) != 0) {
-			rc = sbx_err_set(e, SBX_ETRANSFER, errno, "move the download to %s",
-			                 target);
-		} else if ((rc = sbx_move_verified(home, stage, home, tbase, sfd, 1, target, e)) ==
-		           0) {
-			stage[0] = '\0'; /* it is the target now */
+	if (rc == 0 && !absent && (!have_sha || memcmp(d->st.sha256, d->us.sha256, 32) != 0)) {
+		char a[65], c[65];
+		sbx_hex(d->us.sha256, SBX_SHA256_LEN, a);
+		sbx_hex(d->st.sha256, SBX_SHA256_LEN, c);
+		rc = sbx_err_set(&e, SBX_ETRANSFER, 0,
+		                 "download: the agent packed a stream with SHA-256 %s, the host "
+		                 "received %s",
+		                 have_sha ? c : "(none)", a);
+	}
+	if (rc == 0 && absent) {
+		d->k = SBX_KIND_ABSENT; /* gone between the probe and the download */
+	} else if (rc == 0 && d->dir_only && strcmp(kind, "file") == 0) {
+		rc = sbx_err_set(&e, SBX_ETRANSFER, ENOTDIR,
+		                 "%s in the sandbox is a file, not a folder", d->source);
+	} else if (rc == 0 && strcmp(kind, d->k == SBX_KIND_DIR ? "dir" : "file") != 0) {
+		rc = sbx_err_set(&e, SBX_ETRANSFER, 0,
+		                 "%s changed from a %s to %s during the download", d->source,
+		                 d->k == SBX_KIND_DIR ? "folder" : "file", kind);
+	}
+	rc = local_end(d, rc, &e);
+	if (rc == 0)
+		d->kind = d->k;
+	d->st.seconds = (double)(sbx_now_ns() - op->start_ns) / 1e9;
+	sbx_op_finish(op, rc, &e);
+}
+
+static void dl_fd(struct sbx_op *op, void *ctx)
+{
+	struct download *d = ctx;
+	if (op->fds[1].fd >= 0 && op->fds[1].revents != 0)
+		dl_pump(op, d);
+	if (op->fds[2].fd >= 0 && (op->fds[2].revents & POLLIN) && d->started && !d->joined) {
+		uint64_t v;
+		if (read(d->wake, &v, sizeof v) == (ssize_t)sizeof v)
+			join_unpack(op, d);
+	}
+	dl_settle(op, d);
+}
+
+static int dl_ended(struct sbx_op *op, void *ctx)
+{
+	struct download *d = ctx;
+	if (op->stopping) {
+		/* Cancelled, past its deadline, or the session broke: the target stays as it
+		 * was. */
+		dl_abort(op, d);
+		return 0;
+	}
+	d->answered = 1;
+	if (d->hoff == d->hlen)
+		close_w(op, d);
+	dl_settle(op, d);
+	return 1;
+}
+
+static int dl_probed(struct sbx_op *op, void *ctx, struct sbx_err *e)
+{
+	struct download *d = ctx;
+	enum sbx_kind k;
+	if (sbx_kind_parse(op->p->resp, op->p->resp_len, &k, e) != 0)
+		return -1;
+	if (k == SBX_KIND_ABSENT)
+		return 0; /* nothing was written */
+	d->k = k;
+	if (prepare_local(d, e) != 0 ||
+	    sbx_job_set_req(op, k == SBX_KIND_FILE ? d->req_file : d->req_dir,
+	                    k == SBX_KIND_FILE ? d->len_file : d->len_dir, e) != 0) {
+		dl_abort(op, d);
+		return -1;
+	}
+	watch(op, d);
+	return 1;
+}
+
+static void dl_release(void *ctx)
+{
+	struct download *d = ctx;
+	dl_abort(NULL, d);
+	free(d->source);
+	free(d->target);
+	free(d->copy_path);
+	free(d->req_dir);
+	free(d->req_file);
+}
+
+static const struct sbx_job_hooks download_hooks = {.ended = dl_ended,
+                                                    .release = dl_release,
+                                                    .data = dl_data,
+                                                    .fd = dl_fd,
+                                                    .probed = dl_probed};
+
+/* The DOWNLOAD request of source (names and exclude for a folder only). */
+static uint8_t *download_req(const char *source, int folder, const struct sbx_xfer_opts *o,
+                             size_t *len, struct sbx_err *e)
+{
+	size_t need = strlen(source) + 128;
+	for (const char *const *n = o->names; folder && n != NULL && *n != NULL; n++)
+		need += strlen(*n) + 8;
+	for (const char *const *n = o->exclude; folder && n != NULL && *n != NULL; n++)
+		need += strlen(*n) + 8;
+	struct sbx_msgw w;
+	uint8_t *b = sbx_req_buf(need, &w, e);
+	if (b == NULL)
+		return NULL;
+	sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_DOWNLOAD);
+	sbx_msgw_str(&w, SBX_T_PATH, source);
+	for (const char *const *n = o->names; folder && n != NULL && *n != NULL; n++)
+		sbx_msgw_str(&w, SBX_T_NAMES, *n);
+	for (const char *const *n = o->exclude; folder && n != NULL && *n != NULL; n++)
+		sbx_msgw_str(&w, SBX_T_EXCLUDE, *n);
+	sbx_msgw_i64(&w, SBX_T_SKIP_UNSAFE, o->skip_unsafe != 0);
+	*len = w.len;
+	return b;
+}
+
+static struct sbx_op *download_async(struct sbx_session *s, const char *source, const char *target,
+                                     int want_file_or_dir, const struct sbx_xfer_opts *o,
+                                     struct sbx_err *e)
+{
+	struct sbx_xfer_opts def;
+	o = opts_or_default(o, &def);
+	if (source == NULL || source[0] != '/') {
+		sbx_err_set(e, SBX_EUSAGE, 0, "the source must be an absolute path");
+		return NULL;
+	}
+	if (target == NULL) {
+		sbx_err_set(e, SBX_EUSAGE, 0, "no local target");
+		return NULL;
+	}
+	struct download *d = calloc(1, sizeof *d);
+	if (d == NULL) {
+		sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "download");
+		return NULL;
+	}
+	d->home = d->sfd = d->cp.dir = d->cp.fd = d->wfd = d->rfd = d->wake = -1;
+	sbx_exec_opts_init(&d->eo);
+	d->dir_only = !want_file_or_dir;
+	d->mode = o->links == SBX_LINKS_KEEP ? SBX_PUT_KEEP : SBX_PUT_DATA;
+	d->force_walk = o->force_walk;
+	d->source = strdup(source);
+	d->target = strdup(target);
+	d->copy_path = o->archive_copy != NULL ? strdup(o->archive_copy) : NULL;
+	int rc = d->source == NULL || d->target == NULL ||
+	                         (o->archive_copy != NULL && d->copy_path == NULL)
+	                 ? sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "download")
+	                 : 0;
+	if (rc == 0 && (d->req_dir = download_req(source, 1, o, &d->len_dir, e)) == NULL)
+		rc = -1;
+	if (rc == 0 && want_file_or_dir &&
+	    (d->req_file = download_req(source, 0, o, &d->len_file, e)) == NULL)
+		rc = -1;
+	if (rc != 0) {
+		dl_release(d);
+		free(d);
+		return NULL;
+	}
+	struct sbx_op *op;
+	if (want_file_or_dir) {
+		/* What is there decides the staging: the kind probe is the op's first step. */
+		struct sbx_msgw pw;
+		uint8_t *pb = sbx_kind_req(source, &pw, e);
+		if (pb == NULL) {
+			dl_release(d);
+			free(d);
+			return NULL;
 		}
-	} else if (rc == 0 && k == SBX_KIND_FILE) {
-		rc = place_file(sfd, sb, home, tbase, target, e);
-	}
-	if (stage[0] != '\0') {
-		struct sbx_err e2;
-		if (drop_stage(home, stage, sfd, &e2) != 0) {
-			if (rc == 0)
-				rc = sbx_err_set(e, SBX_ETRANSFER, e2.errnum,
-				                 "remove the staging folder %s/%s: %s", hpath,
-				                 stage, e2.msg);
-			else
-				left_behind(e, hpath, stage, e2.msg);
+		op = sbx_job_probed_async(s, pb, pw.len, d->req_dir, d->len_dir, &d->eo,
+		                          &download_hooks, d, e);
+		free(pb);
+	} else {
+		d->k = SBX_KIND_DIR;
+		if (sbx_session_error(s, e) != 0 || prepare_local(d, e) != 0) {
+			dl_release(d);
+			free(d);
+			return NULL;
 		}
+		op = sbx_job_async(s, d->req_dir, d->len_dir, &d->eo, &download_hooks, d, e);
+		if (op != NULL)
+			watch(op, d);
 	}
-	close(sfd);
-	close(home);
-	rc = close_copy(&cp, k != SBX_KIND_ABSENT, o->archive_copy, rc, e);
-	if (rc == 0 && kind_out != NULL)
-		*kind_out = k;
+	if (op != NULL)
+		op->result = SBX_OP_DOWNLOAD;
+	return op;
+}
+
+struct sbx_op *sbx_download_dir_async(struct sbx_session *s, const char *source, const char *target,
+                                      const struct sbx_xfer_opts *o, struct sbx_err *e)
+{
+	return download_async(s, source, target, 0, o, e);
+}
+
+struct sbx_op *sbx_download_path_async(struct sbx_session *s, const char *source,
+                                       const char *target, const struct sbx_xfer_opts *o,
+                                       struct sbx_err *e)
+{
+	return download_async(s, source, target, 1, o, e);
+}
+
+int sbx_download_result(const struct sbx_op *op, enum sbx_kind *kind, struct sbx_xfer_stats *st,
+                        struct sbx_err *e)
+{
+	memset(st, 0, sizeof *st);
+	if (kind != NULL)
+		*kind = SBX_KIND_ABSENT;
+	const struct download *d = sbx_op_job_ctx(op);
+	if (d == NULL || op->result != SBX_OP_DOWNLOAD)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "this %s is not a download", sbx_op_name(op));
+	if (sbx_op_status(op, e) != 0)
+		return -1;
+	*st = d->st;
+	/* A folder that is not there is the reference's tar failing: a transfer error. */
+	if (d->dir_only && d->kind == SBX_KIND_ABSENT)
+		return sbx_err_set(e, SBX_ETRANSFER, ENOENT, "no folder %s in the sandbox",
+		                   d->source);
+	if (kind != NULL)
+		*kind = d->kind;
+	return 0;
+}
+
+static uint64_t download_moved(const struct sbx_op *op)
+{
+	const struct download *d = sbx_op_job_ctx(op);
+	return d != NULL ? d->bytes : 0;
+}
+
+static int download_wait(struct sbx_session *s, struct sbx_op *op, const struct sbx_xfer_opts *o,
+                         enum sbx_kind *kind, struct sbx_xfer_stats *st, struct sbx_err *e)
+{
+	memset(st, 0, sizeof *st);
+	if (kind != NULL)
+		*kind = SBX_KIND_ABSENT;
+	if (op == NULL)
+		return -1;
+	int rc = xfer_wait(s, op, o, "download", download_moved, e);
+	if (rc == 0)
+		rc = sbx_download_result(op, kind, st, e);
+	sbx_op_free(op);
 	return rc;
 }
 
@@ -948,13 +1319,7 @@ int sbx_download_dir(struct sbx_session *s, const char *source, const char *targ
 {
 	struct sbx_xfer_opts def;
 	o = opts_or_default(o, &def);
-	enum sbx_kind k;
-	/* A folder that is not there is the reference's tar failing: a transfer error. */
-	if (download_common(s, source, target, 0, o, &k, st, e) != 0)
-		return -1;
-	if (k == SBX_KIND_ABSENT)
-		return sbx_err_set(e, SBX_ETRANSFER, ENOENT, "no folder %s in the sandbox", source);
-	return 0;
+	return download_wait(s, sbx_download_dir_async(s, source, target, o, e), o, NULL, st, e);
 }
 
 int sbx_download_path(struct sbx_session *s, const char *source, const char *target,
@@ -963,5 +1328,5 @@ int sbx_download_path(struct sbx_session *s, const char *source, const char *tar
 {
 	struct sbx_xfer_opts def;
 	o = opts_or_default(o, &def);
-	return download_common(s, source, target, 1, o, kind, st, e);
+	return download_wait(s, sbx_download_path_async(s, source, target, o, e), o, kind, st, e);
 }
