@@ -158,6 +158,7 @@ int sbx_userns_make(const struct sbx_userns *u, int *net_fd, struct sbx_err *e)
 	close(ready[1]);
 	close(done[0]);
 	const char *what = "fork";
+	int waits = 0; /* the child has its namespace and waits for a byte on done */
 	if (c > 0) {
 		char b = 0;
 		what = "make a user namespace";
@@ -165,10 +166,13 @@ int sbx_userns_make(const struct sbx_userns *u, int *net_fd, struct sbx_err *e)
 			err = EPIPE;
 		else if (b != 0)
 			err = b;
-		else if (write_map(c, "uid_map", u->uid) != 0 ||
-		         write_map(c, "gid_map", u->gid) != 0)
+		else
+			waits = 1;
+	}
+	if (waits) {
+		if (write_map(c, "uid_map", u->uid) != 0 || write_map(c, "gid_map", u->gid) != 0) {
 			err = errno, what = "write the user namespace's map";
-		else {
+		} else {
 			char path[64];
 			snprintf(path, sizeof path, "/proc/%d/ns/user", (int)c);
 			if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
@@ -180,6 +184,13 @@ int sbx_userns_make(const struct sbx_userns *u, int *net_fd, struct sbx_err *e)
 				fd = -1;
 			}
 		}
+	}
+	/* The child goes on a byte, not on the pipe's end: a process another thread of ours
+	 * forked meanwhile holds a copy of done[1] until it execs, so the end may not come. */
+	if (waits) {
+		char go = 0;
+		if (write(done[1], &go, 1) != 1)
+			kill(c, SIGKILL);
 	}
 	close(ready[0]);
 	close(done[1]);

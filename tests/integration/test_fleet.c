@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -232,9 +234,75 @@ static void fleet(void **state)
 	free(keys);
 }
 
+/* Creates from several threads at once (as a Python program's executor does): a child a create
+ * forks holds copies of the other creates' pipes until it execs, so no create may wait for the
+ * end of a pipe a concurrent one could hold (regression: sbx_userns_make waited for done[1]'s
+ * end, and two concurrent creates held each other's: both hung). */
+#define PAR_THREADS 8
+#define PAR_EACH 4
+struct par {
+	const char *img, *agents;
+	int t, made;
+	char err[400];
+};
+
+static void *par_create(void *arg)
+{
+	struct par *p = arg;
+	for (int i = 0; i < PAR_EACH; i++) {
+		char name[48], spec[192];
+		snprintf(name, sizeof name, "par%d-%d-%d", (int)getpid() % 10000, p->t, i);
+		struct sbx_create_opts co = {.image = p->img, .agent_dir = p->agents, .name = name};
+		struct sbx_err e;
+		if (sbx_sandbox_create("ns", &co, spec, sizeof spec, &e) != 0) {
+			snprintf(p->err, sizeof p->err, "create %s: %s", name, e.msg);
+			return NULL;
+		}
+		p->made++;
+		if (sbx_sandbox_remove(spec, &e) != 0) {
+			snprintf(p->err, sizeof p->err, "rm %s: %s", name, e.msg);
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+static void creates_from_threads(void **state)
+{
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	char agents[PATH_MAX], img[PATH_MAX + 32];
+	struct sbx_err e;
+	assert_int_equal(fixture_agent_dir(agents, sizeof agents, &e), 0);
+	snprintf(img, sizeof img, "%s/../images/busybox-x86_64", agents);
+	struct par ps[PAR_THREADS];
+	pthread_t th[PAR_THREADS];
+	double t0 = fixture_now();
+	for (int t = 0; t < PAR_THREADS; t++) {
+		ps[t] = (struct par){.img = img, .agents = agents, .t = t};
+		assert_int_equal(pthread_create(&th[t], NULL, par_create, &ps[t]), 0);
+	}
+	/* A hang is the failure: the joins are given a minute, then the test fails. */
+	for (int t = 0; t < PAR_THREADS; t++) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 60;
+		if (pthread_timedjoin_np(th[t], NULL, &until) != 0)
+			fail_msg("thread %d: no end in 60 s (%d made): creates wait for each other", t,
+			         ps[t].made);
+		if (ps[t].err[0] != '\0')
+			fail_msg("thread %d: %s", t, ps[t].err);
+		assert_int_equal(ps[t].made, PAR_EACH);
+	}
+	fprintf(stderr, "fleet: %d creates from %d threads in %.2f s\n", PAR_THREADS * PAR_EACH,
+	        PAR_THREADS, fixture_now() - t0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(creates_from_threads),
 	        cmocka_unit_test(fleet),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
