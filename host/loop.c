@@ -103,7 +103,16 @@ void sbx_loop_free(struct sbx_loop *l)
 	free(l);
 }
 
-/* r's epoll entries made those of fds[0..n): only the differences are told to the kernel. */
+/* One of the session's own fds (its channel's), open for the session's whole life. */
+static int own_fd(const struct sbx_session *s, int fd)
+{
+	return fd == s->from_fd || fd == s->to_fd || fd == s->err_fd;
+}
+
+/* r's epoll entries made those of fds[0..n). The session's own fds are told to the kernel only
+ * when they change; an operation's fds always are: an operation that ended closed its fds (the
+ * kernel dropped their entries), and one started in the same round may have got the same
+ * numbers, which only look unchanged. */
 static void update(struct sbx_loop *l, struct reg *r, const struct pollfd *fds, int n)
 {
 	if (n > REG_FDS)
@@ -120,13 +129,12 @@ static void update(struct sbx_loop *l, struct reg *r, const struct pollfd *fds, 
 		for (int i = 0; i < r->n; i++)
 			if (r->fds[i].fd == fds[j].fd)
 				was = i;
-		if (was >= 0 && r->fds[was].events == fds[j].events)
+		if (was >= 0 && r->fds[was].events == fds[j].events && own_fd(r->s, fds[j].fd))
 			continue;
 		struct epoll_event ev = {.events = to_epoll(fds[j].events), .data.ptr = r};
-		if (epoll_ctl(l->ep, was >= 0 ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fds[j].fd, &ev) !=
-		            0 &&
-		    errno == EEXIST)
-			epoll_ctl(l->ep, EPOLL_CTL_MOD, fds[j].fd, &ev);
+		int op = was >= 0 ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+		if (epoll_ctl(l->ep, op, fds[j].fd, &ev) != 0 && (errno == EEXIST || errno == ENOENT))
+			epoll_ctl(l->ep, errno == EEXIST ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fds[j].fd, &ev);
 	}
 	memcpy(r->fds, fds, (size_t)n * sizeof *fds);
 	r->n = n;

@@ -868,9 +868,56 @@ static void channel_cut_during_download(void **state)
 	assert_int_equal(sh("rm -rf %s", src), 0);
 }
 
+/* Downloads one after another through sbx_loop, each started in the round the one before ended:
+ * the new one's worker fds take the numbers the old one's just gave back, so the loop must
+ * register them anew though number and events are the same (regression: update() skipped an
+ * fd whose number and events had not changed; the kernel had dropped the closed one's entry,
+ * so the new worker's end went unseen until the keepalive, about 15 s). */
+static void loop_registers_reused_fd_numbers(void **state)
+{
+	(void)state;
+	struct sbx_err e;
+	struct sbx_loop *l = sbx_loop_new(&e);
+	assert_non_null(l);
+	struct sbx_session *s = fixture_session("local");
+	assert_int_equal(sbx_loop_add(l, s, &e), 0);
+	char src[PATH_MAX + 16], dst[PATH_MAX + 32];
+	snprintf(src, sizeof src, "%s/rsrc", tmpdir);
+	make_tree(src);
+	double t0 = fixture_now();
+	snprintf(dst, sizeof dst, "%s/rdst0", tmpdir);
+	struct sbx_op *d = sbx_download_dir_async(s, src, dst, NULL, &e);
+	assert_non_null(d);
+	for (int i = 0; i < 6; i++) {
+		double end = fixture_now() + 5;
+		struct sbx_op *op = NULL;
+		while (op == NULL && fixture_now() < end) {
+			assert_true(sbx_loop_run_once(l, 100) >= 0);
+			op = sbx_loop_next_done(l);
+		}
+		if (op == NULL)
+			fail_msg("download %d: no end within 5 s (the loop lost its fds)", i);
+		assert_ptr_equal(op, d);
+		struct sbx_xfer_stats st;
+		assert_int_equal(sbx_download_result(d, NULL, &st, &e), 0);
+		sbx_op_free(d);
+		/* The next one starts before the loop's next round: the fd numbers come back. */
+		snprintf(dst, sizeof dst, "%s/rdst%d", tmpdir, i + 1);
+		if (i + 1 < 6)
+			assert_non_null(d = sbx_download_dir_async(s, src, dst, NULL, &e));
+	}
+	fprintf(stderr, "ops: 6 downloads back to back through the loop in %.2f s\n",
+	        fixture_now() - t0);
+	sbx_loop_remove(l, s);
+	sbx_session_close(s);
+	sbx_loop_free(l);
+	assert_int_equal(sh("rm -rf %s %s/rdst*", src, tmpdir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(loop_registers_reused_fd_numbers),
 	        cmocka_unit_test(many_ops_on_one_session),
 	        cmocka_unit_test(cancel_each_kind),
 	        cmocka_unit_test(deadline_and_orphan),
