@@ -235,7 +235,7 @@ $(B)/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) $(SBX_CACHE)/host/.stamp
 
 # ---- targets -----------------------------------------------------------------------------
 
-.PHONY: all agents host check size clean distclean format fuzz bench-session bench-supervise \
+.PHONY: all agents host check size clean distclean format fuzz bench-session bench-python install-python bench-supervise \
 	bench-sha256 bench-transfer bench-runners bench-scale FORCE
 all: agents host
 agents: $(AGENTS)
@@ -260,6 +260,18 @@ bench-runners: $(AGENTS) $(B)/host/sbx $(B)/bench/bench_probe images
 
 bench-sha256: $(B)/bench/sha256_speed
 	$(B)/bench/sha256_speed
+
+bench-python: $(AGENTS) $(B)/host/sbx $(B)/host/libsbx.so $(B)/bench/bench_probe images
+	tests/bench/python.sh $(abspath $(B)/host) $(abspath $(B)/bench)
+
+# The package where the first python3 on PATH finds it, pointing at this build (its
+# libsbx.so, agents and images stay here): python/sbx/_installed.py names them.
+install-python: $(HOST) $(AGENTS)
+	@d=$$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') && \
+	rm -rf "$$d/sbx" && cp -r python/sbx "$$d/sbx" && rm -rf "$$d/sbx/__pycache__" && \
+	printf 'LIB = %s\nAGENT_DIR = %s\n' "'$(abspath $(H)/libsbx.so)'" \
+		"'$(abspath $(B)/agent)'" >"$$d/sbx/_installed.py" && \
+	echo "  installed $$d/sbx (libsbx: $(abspath $(H)/libsbx.so))"
 
 bench-scale: $(AGENTS) $(B)/host/sbx $(B)/bench/bench_scale images
 	SBX_AGENT_DIR=$(abspath $(B)/agent) SBX=$(abspath $(B)/host/sbx) $(B)/bench/bench_scale

@@ -57,6 +57,42 @@ checks() { # name, command...: a script that prints "  ok: ..." per check; each 
 	fi
 }
 
+# The Python package's tests (pytest) with the first python3 on PATH, over this build's
+# libsbx.so; Debian's pytest is added to the path when that python3 has none (a pyenv or
+# venv python3 of the same minor version loads it). Under SAN=1 the sanitizer runtime is
+# preloaded into the interpreter (leak checks off: the interpreter keeps its memory at exit).
+py=$(command -v python3)
+py_env=(env "PYTHONPATH=$top/python" "SBX_LIB=$hostdir/libsbx.so" "SBX_CLI=$hostdir/sbx")
+if ! "$py" -c 'import pytest, pytest_asyncio' 2>/dev/null; then
+	py_env+=("PYTHONPATH=$top/python:/usr/lib/python3/dist-packages")
+fi
+if [ "${hostdir%/san/host}" != "$hostdir" ]; then
+	py_env+=("LD_PRELOAD=$(cc -print-file-name=libasan.so):$(cc -print-file-name=libubsan.so)"
+		"ASAN_OPTIONS=detect_leaks=0")
+fi
+pytests() { # name, pytest arguments...: every test counts
+	local out=/tmp/sbx-py.$$ name=$1 p f e
+	shift
+	(cd "$top/tests/python" && "${py_env[@]}" "$py" -m pytest -q "$@") >"$out" 2>&1
+	local rc=$?
+	tail -n 40 "$out" | grep -v '^\.' | grep -E 'passed|failed|error|FAILED|ERROR' | tail -n 12
+	p=$(tail -n 1 "$out" | grep -o '[0-9]* passed' | grep -o '[0-9]*')
+	f=$(tail -n 1 "$out" | grep -o '[0-9]* failed' | grep -o '[0-9]*')
+	e=$(tail -n 1 "$out" | grep -o '[0-9]* error' | grep -o '[0-9]*')
+	passed=$((passed + ${p:-0}))
+	failed=$((failed + ${f:-0} + ${e:-0}))
+	if [ "$rc" != 0 ] && [ $((${f:-0} + ${e:-0})) = 0 ]; then
+		failed=$((failed + 1))
+		failures+=("$name (exit $rc)")
+		sed 's/^/     /' "$out" | tail -n 30
+	elif [ $((${f:-0} + ${e:-0})) != 0 ]; then
+		failures+=("$name")
+		sed 's/^/     /' "$out" | tail -n 60
+	fi
+	echo "${p:-0} passed ($name)"
+	rm -f "$out"
+}
+
 echo "== build"
 # The README's first command is a bare `make`: it has to mean `make all`.
 one "make with no target builds everything (.DEFAULT_GOAL all)" sh -c \
@@ -160,6 +196,7 @@ checks "ns runner: the boundary against a hostile root (negative control: --priv
 	"$top/tests/containment.sh" "$hostdir/sbx"
 checks "transfer and supervision suites on ns + BusyBox and ns + Debian" "$top/tests/ns_suites.sh" "$hostdir/sbx"
 checks "sbx rollout: the main job on ns + BusyBox" "$top/tests/rollout.sh" "$hostdir/sbx"
+pytests "python: sbx.providers, sbx.transfer, sbx.session, the rollout, on ns (pytest)" .
 checks "podman runner: OCI containers, agent injection (root, podman+runc)" "$top/tests/podman.sh" "$hostdir/sbx" "$top/build/images"
 checks "kubectl (fake kubectl, chroot pods) and ssh (private sshd) runners (root)" "$top/tests/remote_runners.sh" "$hostdir/sbx" "$top/build/images"
 checks "transfer and supervision suites on podman (BusyBox, Debian, noshell, BusyBox aarch64 under QEMU)" "$top/tests/podman_suites.sh" "$hostdir/sbx" "$top/build/images"
@@ -182,6 +219,10 @@ checks "pause and resume on ns (cgroup freezer), podman, docker: a counter that 
 checks "limits on ns (cgroups, tmpfs layer), podman, docker: OOM in the receipt, fork bomb, CPU quota" \
 	"$top/tests/limits.sh" "$hostdir/sbx"
 checks "sbx rollout --runner docker: the example task" env SBX_ENGINE=docker "$top/tests/rollout.sh" "$hostdir/sbx"
+py_env+=("SBX_PY_RUNNER=docker")
+pytests "python: sbx.providers and sbx.transfer on docker (pytest)" test_providers.py test_transfer.py
+py_env+=("SBX_PY_RUNNER=podman")
+pytests "python: sbx.providers and sbx.transfer on podman (pytest)" test_providers.py test_transfer.py
 docker_down "$docker_dir"
 trap - EXIT
 

@@ -10,7 +10,7 @@ pkgs=(
 	musl-tools musl-dev
 	gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-i686-linux-gnu
 	gcc-powerpc64le-linux-gnu gcc-s390x-linux-gnu gcc-riscv64-linux-gnu
-	qemu-user-static libcmocka-dev clang llvm libclang-rt-14-dev busybox-static debootstrap python3
+	qemu-user-static libcmocka-dev clang llvm libclang-rt-14-dev busybox-static debootstrap python3 python3-pytest python3-pytest-asyncio
 	podman runc docker.io openssh-server openssh-client procps
 )
 for a in $foreign; do pkgs+=("musl-dev:$a"); done

@@ -19,6 +19,11 @@ def _candidates():
     env = os.environ.get("SBX_LIB")
     if env:
         yield env
+    try:  # make install-python: the build it was installed from
+        from . import _installed
+        yield _installed.LIB
+    except ImportError:
+        pass
     # python/sbx/ in a built tree: ../../build/host/libsbx.so; installed: beside the package.
     yield os.path.join(HERE, "libsbx.so")
     yield os.path.normpath(os.path.join(HERE, "..", "..", "build", "host", "libsbx.so"))
@@ -39,7 +44,10 @@ lib, LIB_PATH = _load()
 # folder; in Python the program is the interpreter, so the folder beside the library is named
 # instead (build/host/libsbx.so: build/agent), unless the caller chose one.
 if not os.environ.get("SBX_AGENT_DIR"):
-    _agents = os.path.normpath(os.path.join(os.path.dirname(LIB_PATH), "..", "agent"))
+    try:
+        from ._installed import AGENT_DIR as _agents
+    except ImportError:
+        _agents = os.path.normpath(os.path.join(os.path.dirname(LIB_PATH), "..", "agent"))
     if os.path.isdir(_agents):
         os.environ["SBX_AGENT_DIR"] = _agents
 
@@ -162,14 +170,7 @@ OP = c_void_p  # struct sbx_op *
 E = POINTER(Err)
 
 
-# TEMPORARY until the async downloads land in libsbx.
-_PENDING = {"sbx_download_dir_async", "sbx_download_path_async", "sbx_download_result",
-            "sbx_upload_archive_async", "sbx_upload_archive_result"}
-
-
 def _proto(name, restype, *argtypes):
-    if name in _PENDING and not hasattr(lib, name):
-        return None
     f = getattr(lib, name)
     f.restype = restype
     f.argtypes = list(argtypes)

@@ -2,7 +2,8 @@
 
 SbxProvider(runner=...) makes sandboxes with sbx's runners ("ns", the embedded default;
 "podman"; "docker") or reaches existing ones ("kubectl", "ssh": the sandbox is named by
-provider_options["target"], and close leaves it running), and drives each through one
+provider_options["target"], and close leaves it running; "local": this machine as the
+calling user, for tests and tools), and drives each through one
 retained connection on the running event loop (sbx._core). docs/python.md has the differences
 from the reference.
 """
@@ -26,7 +27,7 @@ from .errors import (SandboxProbeError, SandboxTransferError, SandboxUnavailable
                      SandboxUsageError, SbxError, from_err)
 
 CREATING_RUNNERS = ("ns", "podman", "docker")
-ATTACHING_RUNNERS = ("kubectl", "ssh")
+ATTACHING_RUNNERS = ("kubectl", "ssh", "local")
 
 
 class SandboxCreateError(RuntimeError):
@@ -208,7 +209,9 @@ class SbxProvider:
         was made removes it again."""
         loop = asyncio.get_running_loop()
         ready = float(spec.ready_timeout_s or 0) or None
-        if self.runner in ATTACHING_RUNNERS:
+        if self.runner == "local":
+            sbx_spec, owned = "local", False  # this machine, as the calling user
+        elif self.runner in ATTACHING_RUNNERS:
             target = spec.provider_options.get("target")
             if not target:
                 raise SandboxCreateError("the %s runner reaches an existing sandbox: give "

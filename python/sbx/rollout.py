@@ -45,6 +45,8 @@ class Task:
 
 def find_tasks(root: pathlib.Path):
     root = pathlib.Path(root)
+    if not root.is_dir():
+        return []
     if (root / "agent").is_dir() and (root / "tests").is_dir():
         return [Task(root)]
     return [Task(p) for p in sorted(root.iterdir())
@@ -100,7 +102,7 @@ async def episode(provider: SbxProvider, task: Task, out: pathlib.Path) -> dict:
             return kind[0]
 
         async def stage():
-            return SandboxCommand(["/bin/sh", "/task/run.sh"])
+            return SandboxCommand(_script_argv(task.path / "agent" / "run.sh", "/task/run.sh"))
 
         hs = SandboxSession(agent, "/tmp/.sbx-harness", "/task", "run.sh")
         try:
@@ -130,7 +132,8 @@ async def episode(provider: SbxProvider, task: Task, out: pathlib.Path) -> dict:
             return await transfer.download_path(verifier, "/logs/verifier", out / "verifier")
 
         async def stage_verifier():
-            return SandboxCommand(["/bin/sh", "/tests/verify.sh"])
+            return SandboxCommand(_script_argv(task.path / "tests" / "verify.sh",
+                                               "/tests/verify.sh"))
 
         vs = SandboxSession(verifier, "/tmp/.sbx-verifier", "/tests", "verify.sh")
         try:
@@ -157,6 +160,12 @@ async def episode(provider: SbxProvider, task: Task, out: pathlib.Path) -> dict:
                 await asyncio.shield(sb.close())
             except Exception:
                 pass
+
+
+def _script_argv(local, inside):
+    """An executable script runs by its own #! line (bash for a bash script); any other
+    through /bin/sh."""
+    return [inside] if os.access(local, os.X_OK) else ["/bin/sh", inside]
 
 
 def _receipt(r):
@@ -201,10 +210,12 @@ def pct(values, q):
     return v[min(len(v) - 1, int(round(q * (len(v) - 1))))]
 
 
-async def run(tasks, episodes, concurrency, runner, out_root, progress=True):
+async def run(tasks, episodes, concurrency, runner, out_root, progress=True, limit=None):
+    """Runs `episodes` of each task (at most `limit` in all, taken round robin), `concurrency`
+    at once; the summary (summarize)."""
     provider = SbxProvider(runner=runner)
     sem = asyncio.Semaphore(concurrency)
-    jobs = [(t, i) for t in tasks for i in range(episodes)]
+    jobs = [(t, i) for i in range(episodes) for t in tasks][:limit]
     prog = Progress(len(jobs)) if progress else None
     results, failures = [], []
     t_start = time.monotonic()

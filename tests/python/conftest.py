@@ -16,9 +16,14 @@ from sbx import AsyncSandbox, SandboxSpec, SbxProvider  # noqa: E402
 SBX = os.environ.get("SBX_CLI", str(TOP / "build" / "host" / "sbx"))
 
 
+RUNNER = os.environ.get("SBX_PY_RUNNER", "ns")
+needs_ns = pytest.mark.skipif(RUNNER != "ns", reason="an ns-runner test (SBX_PY_RUNNER=%s)"
+                              % RUNNER)
+
+
 @pytest.fixture
 def provider():
-    return SbxProvider(runner="ns")
+    return SbxProvider(runner=RUNNER)
 
 
 @pytest.fixture
@@ -37,7 +42,7 @@ async def debian(provider):
 
 def sandbox_exists(spec):
     """Asks the sbx command (another process), so no state of this one is trusted."""
-    out = subprocess.run([SBX, "sandbox", "status", spec.split(":", 1)[1]],
+    out = subprocess.run([SBX, "sandbox", "status", spec],
                          capture_output=True, text=True)
     return out.returncode == 0
 

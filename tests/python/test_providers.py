@@ -4,11 +4,12 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
 import time
 
 import pytest
 
-from conftest import run_python, sandbox_exists
+from conftest import RUNNER, SBX, needs_ns, run_python, sandbox_exists
 from sbx import (AsyncSandbox, SandboxCreateError, SandboxResources, SandboxSpec,
                  SandboxStatus, SandboxUsageError, SbxProvider)
 from sbx import transfer
@@ -47,6 +48,7 @@ async def test_exec_result_fields(sandbox):
     assert r.return_code == 127
 
 
+@needs_ns
 async def test_exec_argv_on_an_image_without_a_shell(provider):
     sb = await AsyncSandbox.create(provider, SandboxSpec(image="noshell"))
     try:
@@ -57,6 +59,7 @@ async def test_exec_argv_on_an_image_without_a_shell(provider):
         await sb.close()
 
 
+@needs_ns
 async def test_lost_sandbox_is_an_error_type_not_an_exit_code(provider, tmp_path):
     sb = await AsyncSandbox.create(provider, SandboxSpec(image="busybox"))
     await sb.exec("true")
@@ -67,6 +70,7 @@ async def test_lost_sandbox_is_an_error_type_not_an_exit_code(provider, tmp_path
     await sb.close()
 
 
+@needs_ns
 async def test_create_refuses_what_it_cannot_hold(provider):
     with pytest.raises(SandboxCreateError, match="GPU"):
         await provider.create(SandboxSpec(image="busybox", resources={"gpu": 1}))
@@ -85,10 +89,9 @@ async def test_resources_reach_the_sandbox(provider):
         image="busybox", resources=SandboxResources(cpu=0.5, memory_mib=64),
         provider_options={"pids": 64}))
     try:
-        out = await asyncio.get_running_loop().run_in_executor(None, lambda: __import__(
-            "subprocess").run([os.environ.get("SBX_CLI", "build/host/sbx"), "--json", "sandbox",
-                               "status", sb.sandbox_id.split(":", 1)[1]],
-                              capture_output=True, text=True).stdout)
+        out = await asyncio.get_running_loop().run_in_executor(None, lambda: subprocess.run(
+            [SBX, "--json", "sandbox", "status", sb.sandbox_id], capture_output=True,
+            text=True).stdout)
         st = json.loads(out)
         assert st["resources"]["memory_mib"] == 64 and st["resources"]["pids"] == 64
         assert abs(st["resources"]["cpu"] - 0.5) < 1e-9
@@ -101,15 +104,15 @@ async def test_ttl_removes_the_sandbox_even_when_the_caller_dies():
 import asyncio, os, sys
 from sbx import SbxProvider, SandboxSpec
 async def main():
-    h = await SbxProvider().create(SandboxSpec(image="busybox", ttl_s=2))
+    h = await SbxProvider(sys.argv[1]).create(SandboxSpec(image="busybox", ttl_s=2))
     print(h.sandbox_id, flush=True)
     os.kill(os.getpid(), 9)
 asyncio.run(main())
 """
-    p = run_python(code)
-    assert p.returncode == -signal.SIGKILL
+    p = run_python(code, RUNNER)
+    assert p.returncode == -signal.SIGKILL, p.stderr
     spec = p.stdout.strip()
-    assert spec.startswith("ns:") and sandbox_exists(spec)
+    assert spec.startswith(RUNNER + ":") and sandbox_exists(spec)
     for _ in range(100):
         if not sandbox_exists(spec):
             break
@@ -181,7 +184,7 @@ async def test_serialize_then_connect_from_a_second_process_stops_a_harness(prov
 import asyncio, json, sys
 from sbx import SbxProvider
 async def main():
-    p = SbxProvider()
+    p = SbxProvider(sys.argv[2])
     h = await p.connect(json.loads(sys.argv[1]))
     conn = await p._conn(h)
     await conn.run_stop("/tmp/.run1")
@@ -189,7 +192,7 @@ async def main():
 asyncio.run(main())
 """
     t = time.monotonic()
-    p = run_python(code, json.dumps(desc))
+    p = run_python(code, json.dumps(desc), RUNNER)
     assert p.returncode == 0, p.stderr
     await asyncio.wait_for(task, 20)
     assert hs.cleanup["trigger"] == "stop" and hs.cleanup["verified"]
