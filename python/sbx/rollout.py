@@ -20,7 +20,7 @@ import tempfile
 import time
 
 from . import transfer
-from .errors import SbxError
+from .errors import SandboxTransferError, SbxError
 from .providers import AsyncSandbox, SandboxCreateError, SandboxSpec, SbxProvider
 from .session import SandboxCommand, SandboxSession
 
@@ -101,17 +101,9 @@ async def episode(provider: SbxProvider, task: Task, out: pathlib.Path) -> dict:
                                                    archive_copy=out / "artifacts.tar")
             return kind[0]
 
-        async def stage():
-            return SandboxCommand(_script_argv(task.path / "agent" / "run.sh", "/task/run.sh"))
-
-        hs = SandboxSession(agent, "/tmp/.sbx-harness", "/task", "run.sh")
-        try:
-            await hs.execute(stage, collect, task.timeout, 10)
-        finally:
-            await hs.close(10)
-        rec["harness"] = _receipt(hs.cleanup)
-        if hs.capture_error is not None:
-            raise hs.capture_error
+        rec["harness"] = await _supervised(agent, "/tmp/.sbx-harness",
+                                           task.path / "agent" / "run.sh", "/task",
+                                           task.timeout, collect)
         phase("harness_and_collect")
         await agent.close()
         sandboxes.remove(agent)
@@ -125,24 +117,16 @@ async def episode(provider: SbxProvider, task: Task, out: pathlib.Path) -> dict:
             landed = await transfer.upload_archive(verifier, out / "artifacts.tar", kind[0],
                                                    "/logs/artifacts", keep_out=("/tests",))
             if not landed:
-                raise SbxError("the artifacts were not replayed (diverted)")
+                raise SandboxTransferError("the artifacts were not replayed: diverted "
+                                           "into /tests")
         phase("replay_artifacts")
 
         async def collect_verdict():
             return await transfer.download_path(verifier, "/logs/verifier", out / "verifier")
 
-        async def stage_verifier():
-            return SandboxCommand(_script_argv(task.path / "tests" / "verify.sh",
-                                               "/tests/verify.sh"))
-
-        vs = SandboxSession(verifier, "/tmp/.sbx-verifier", "/tests", "verify.sh")
-        try:
-            await vs.execute(stage_verifier, collect_verdict, task.verify_timeout, 10)
-        finally:
-            await vs.close(10)
-        rec["verifier"] = _receipt(vs.cleanup)
-        if vs.capture_error is not None:
-            raise vs.capture_error
+        rec["verifier"] = await _supervised(verifier, "/tmp/.sbx-verifier",
+                                            task.path / "tests" / "verify.sh", "/tests",
+                                            task.verify_timeout, collect_verdict)
         phase("verify")
         reward_file = out / "verifier" / "reward.txt"
         rec["reward"] = float(reward_file.read_text().strip()) if reward_file.exists() else 0.0
@@ -162,10 +146,24 @@ async def episode(provider: SbxProvider, task: Task, out: pathlib.Path) -> dict:
                 pass
 
 
-def _script_argv(local, inside):
-    """An executable script runs by its own #! line (bash for a bash script); any other
-    through /bin/sh."""
-    return [inside] if os.access(local, os.X_OK) else ["/bin/sh", inside]
+async def _supervised(sandbox, run_dir, script, inside, timeout, collect):
+    """script (a local file uploaded into the sandbox's folder inside) run there under the
+    supervisor, collect called once termination is witnessed; its receipt's fields. An
+    executable script runs by its own #! line, any other through /bin/sh."""
+    name = "%s/%s" % (inside, script.name)
+    argv = [name] if os.access(script, os.X_OK) else ["/bin/sh", name]
+
+    async def stage():
+        return SandboxCommand(argv)
+
+    hs = SandboxSession(sandbox, run_dir, inside, script.name)
+    try:
+        await hs.execute(stage, collect, timeout, 10)
+    finally:
+        await hs.close(10)
+    if hs.capture_error is not None:
+        raise hs.capture_error
+    return _receipt(hs.cleanup)
 
 
 def _receipt(r):
