@@ -32,6 +32,18 @@ sha=$(sha256sum "$agent" | cut -d' ' -f1)
 fname=.sbx-agent-${sha:0:12}
 export SBX_AGENT_DIR=$top/build/agent
 
+# The Python package over the libsbx.so beside SBX (the sanitizer runtimes preloaded when it
+# is the SAN=1 build, as tests/run.sh does).
+py_provider() { # RUNNER TARGET
+	local lib pre=
+	lib=$(dirname "$sbx")/libsbx.so
+	if ldd "$lib" | grep -q libasan; then
+		pre="$(cc -print-file-name=libasan.so):$(cc -print-file-name=libubsan.so)"
+	fi
+	env PYTHONPATH="$top/python" SBX_LIB="$lib" ${pre:+LD_PRELOAD=$pre ASAN_OPTIONS=detect_leaks=0} \
+		python3 "$top/tests/lib/py_provider.py" "$1" "$2" "$w/pytree" | grep -qx ok
+}
+mkdir -p "$w/pytree/d" && echo py >"$w/pytree/d/f" && chmod 0640 "$w/pytree/d/f" && ln -s d/f "$w/pytree/l"
 mkdir -p "$w/task/sub/deep" "$w/task/empty"
 echo hello >"$w/task/a.txt"
 printf 'x%.0s' $(seq 1 5000) >"$w/task/sub/big"
@@ -178,6 +190,8 @@ ok "kubectl: exec and sh through the pod (stdout, exit status 7)"
 roundtrip kubectl:p1 /work/task kubectl
 diff -r --no-dereference "$w/task" "$root/work/task" || die "kubectl: the pod's copy differs"
 ok "kubectl: upload-dir / download-dir round trip (contents, all 256 byte values, modes 751/600/700, symlink), landed in the pod"
+py_provider kubectl p1 || die "kubectl: the Python provider"
+ok "kubectl: sbx.providers.SbxProvider('kubectl') on target p1: exec, remote_kind, upload_dir/download_dir, connect from the serialized handle; close leaves the pod"
 
 in_pod nx hello | grep -qx "sha256 $sha" || die "kubectl: noexec hello"
 nxr=$w/pods/default/nx
@@ -291,6 +305,8 @@ ok "ssh: exec and sh (stdout, exit status 7; argv words with spaces, \$ and quot
 roundtrip "ssh:$sp" /tmp/work/task ssh
 diff -r --no-dereference "$w/task" "$there/tmp/work/task" || die "ssh: the far copy differs"
 ok "ssh: upload-dir / download-dir round trip (all 256 byte values, lines starting with ~., modes, symlink)"
+py_provider ssh "$sp" || die "ssh: the Python provider"
+ok "ssh: sbx.providers.SbxProvider('ssh') on target $sp: exec, remote_kind, upload_dir/download_dir, connect from the serialized handle"
 
 # The agent's path is quoted for the remote shell: a folder with a space and a quote.
 odd="/tmp/d i'r"

@@ -230,9 +230,14 @@ class SbxProvider:
                 return lib.sbx_sandbox_create(_lib.enc(self.runner), byref(co), out, 192,
                                               byref(err))
 
+            made = loop.run_in_executor(None, make)
             try:
-                rc = await asyncio.wait_for(loop.run_in_executor(None, make), ready)
+                rc = await asyncio.wait_for(asyncio.shield(made), ready)
             except asyncio.TimeoutError as exc:
+                # The create goes on in its thread: what it made is removed, not leaked.
+                if await made == 0:
+                    await loop.run_in_executor(None, lambda: lib.sbx_sandbox_remove(
+                        out.value, byref(_lib.Err())))
                 raise SandboxCreateError("create: not ready within %s s" % ready) from exc
             if rc != 0:
                 raise SandboxCreateError("create (%s, %s): %s" % (self.runner, spec.image,

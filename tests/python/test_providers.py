@@ -84,6 +84,18 @@ async def test_create_refuses_what_it_cannot_hold(provider):
         SandboxResources.from_mapping({"cpus": 1})
 
 
+@pytest.mark.parametrize("ready", [1e-6, 0.05])
+async def test_ready_timeout_removes_what_was_made(provider, ready):
+    name = "pyready-%d-%d" % (os.getpid(), int(ready * 1e6))
+    spec = SandboxSpec(image="busybox", ready_timeout_s=ready,
+                       files={"/f%d" % i: "x" * 1000 for i in range(200)},
+                       provider_options={"name": name})
+    with pytest.raises(SandboxCreateError, match="ready"):
+        await provider.create(spec)
+    await asyncio.sleep(1)  # a create left running in its thread would have made it by now
+    assert not sandbox_exists("%s:%s" % (RUNNER, name))
+
+
 async def test_resources_reach_the_sandbox(provider):
     sb = await AsyncSandbox.create(provider, SandboxSpec(
         image="busybox", resources=SandboxResources(cpu=0.5, memory_mib=64),
