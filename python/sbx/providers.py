@@ -141,6 +141,45 @@ class _Raw:
     lock: Any = None
 
 
+TARBALLS = (".tar", ".tar.gz", ".tgz", ".tar.xz")
+
+
+def ns_image_folder(tarball: str) -> str:
+    """The ns runner's image for a root filesystem tarball: unpacked once (GNU tar, numeric
+    owners, modes kept) into $SBX_IMAGE_CACHE/SHA16 (default /var/cache/sbx/images), named by
+    the tarball's SHA-256, and reused. The tarball is the operator's, as for an engine's
+    import; a concurrent unpack of the same one loses the rename and is removed."""
+    import hashlib
+    h = hashlib.sha256()
+    try:
+        with open(tarball, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError as exc:
+        raise SandboxCreateError("image %s: %s" % (tarball, exc)) from exc
+    cache = os.environ.get("SBX_IMAGE_CACHE") or "/var/cache/sbx/images"
+    final = os.path.join(cache, h.hexdigest()[:16])
+    if os.path.isdir(final):
+        return final
+    os.makedirs(cache, mode=0o755, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".unpack-", dir=cache)
+    try:
+        os.chmod(tmp, 0o755)
+        p = subprocess.run(["tar", "--numeric-owner", "-xpf", tarball, "-C", tmp],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            raise SandboxCreateError("image %s: tar: %s" % (tarball, p.stderr.strip()[-300:]))
+        try:
+            os.rename(tmp, final)
+        except OSError:
+            if not os.path.isdir(final):
+                raise
+    finally:
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
+
+
 def _sbx_cli():
     """The sbx command beside the library (the ttl reaper runs it)."""
     path = os.path.join(os.path.dirname(_lib.LIB_PATH), "sbx")
@@ -178,9 +217,6 @@ class SbxProvider:
         if spec.image is None:
             raise SandboxCreateError("SandboxSpec.image is required")
         image = str(spec.image)
-        if self.runner == "ns" and image.endswith((".tar", ".tar.gz", ".tgz")):
-            raise SandboxCreateError("the ns runner takes a root filesystem folder or a "
-                                     "bundled image name, not a tarball (%s)" % image)
         co = _lib.CreateOpts()
         for field in ("name", "arch", "agent"):
             v = po.get(field)
@@ -219,6 +255,9 @@ class SbxProvider:
             sbx_spec, owned = "%s:%s" % (self.runner, target), False
         else:
             keep = []
+            if self.runner == "ns" and str(spec.image or "").endswith(TARBALLS):
+                spec = dataclasses.replace(spec, image=await loop.run_in_executor(
+                    None, ns_image_folder, str(spec.image)))
             try:
                 co = self._create_opts(spec, keep)
             except ValueError as exc:

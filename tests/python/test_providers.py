@@ -3,6 +3,7 @@ processes, on real ns sandboxes."""
 import asyncio
 import json
 import os
+import pathlib
 import signal
 import subprocess
 import time
@@ -74,14 +75,30 @@ async def test_lost_sandbox_is_an_error_type_not_an_exit_code(provider, tmp_path
 async def test_create_refuses_what_it_cannot_hold(provider):
     with pytest.raises(SandboxCreateError, match="GPU"):
         await provider.create(SandboxSpec(image="busybox", resources={"gpu": 1}))
-    with pytest.raises(SandboxCreateError, match="tarball"):
-        await provider.create(SandboxSpec(image="/tmp/x.tar"))
+    with pytest.raises(SandboxCreateError, match="x.tar"):
+        await provider.create(SandboxSpec(image="/no/such/x.tar"))
     with pytest.raises(SandboxCreateError):
         await provider.create(SandboxSpec(image="/no/such/image/folder"))
     with pytest.raises(SandboxCreateError, match="provider_options"):
         await provider.create(SandboxSpec(image="busybox", provider_options={"bogus": 1}))
     with pytest.raises(ValueError):
         SandboxResources.from_mapping({"cpus": 1})
+
+
+@needs_ns
+async def test_a_root_filesystem_tarball_on_ns(provider, tmp_path, monkeypatch):
+    monkeypatch.setenv("SBX_IMAGE_CACHE", str(tmp_path / "cache"))
+    tarball = pathlib.Path(__file__).resolve().parents[2] / "build/images/busybox-x86_64.tar"
+    made = []
+    for _ in range(2):
+        sb = await AsyncSandbox.create(provider, SandboxSpec(image=str(tarball)))
+        made.append(sb)
+        r = await sb.exec("cat /etc/hostname >/dev/null; ls /bin/busybox; id -u")
+        assert r.stdout == "/bin/busybox\n0\n", r
+    entries = os.listdir(tmp_path / "cache")
+    assert len(entries) == 1 and len(entries[0]) == 16  # unpacked once, by its digest
+    for sb in made:
+        await sb.close()
 
 
 @pytest.mark.parametrize("ready", [1e-6, 0.05])
