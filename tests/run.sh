@@ -62,11 +62,12 @@ checks() { # name, command...: a script that prints "  ok: ..." per check; each 
 # venv python3 of the same minor version loads it). Under SAN=1 the sanitizer runtime is
 # preloaded into the interpreter (leak checks off: the interpreter keeps its memory at exit).
 py=$(command -v python3)
-py_env=(env "PYTHONPATH=$top/python" "SBX_LIB=$hostdir/libsbx.so" "SBX_CLI=$hostdir/sbx")
+py_host=$(cd "$hostdir" && pwd) # pytest runs in tests/python: absolute paths only
+py_env=(env "PYTHONPATH=$top/python" "SBX_LIB=$py_host/libsbx.so" "SBX_CLI=$py_host/sbx")
 if ! "$py" -c 'import pytest, pytest_asyncio' 2>/dev/null; then
 	py_env+=("PYTHONPATH=$top/python:/usr/lib/python3/dist-packages")
 fi
-if [ "${hostdir%/san/host}" != "$hostdir" ]; then
+if [ "${py_host%/san/host}" != "$py_host" ]; then
 	py_env+=("LD_PRELOAD=$(cc -print-file-name=libasan.so):$(cc -print-file-name=libubsan.so)"
 		"ASAN_OPTIONS=detect_leaks=0")
 fi
@@ -76,9 +77,12 @@ pytests() { # name, pytest arguments...: every test counts
 	(cd "$top/tests/python" && "${py_env[@]}" "$py" -m pytest -q "$@") >"$out" 2>&1
 	local rc=$?
 	tail -n 40 "$out" | grep -v '^\.' | grep -E 'passed|failed|error|FAILED|ERROR' | tail -n 12
-	p=$(tail -n 1 "$out" | grep -o '[0-9]* passed' | grep -o '[0-9]*')
-	f=$(tail -n 1 "$out" | grep -o '[0-9]* failed' | grep -o '[0-9]*')
-	e=$(tail -n 1 "$out" | grep -o '[0-9]* error' | grep -o '[0-9]*')
+	# pytest's summary ("3 failed, 40 passed, 1 skipped in 9.1s"); lines may follow it
+	local sum
+	sum=$(grep -E '[0-9]+ (passed|failed|errors?|skipped)' "$out" | grep -E ' in [0-9.]+s' | tail -n 1)
+	p=$(echo "$sum" | grep -o '[0-9]* passed' | grep -o '[0-9]*')
+	f=$(echo "$sum" | grep -o '[0-9]* failed' | grep -o '[0-9]*')
+	e=$(echo "$sum" | grep -o '[0-9]* error' | grep -o '[0-9]*')
 	passed=$((passed + ${p:-0}))
 	failed=$((failed + ${f:-0} + ${e:-0}))
 	if [ "$rc" != 0 ] && [ $((${f:-0} + ${e:-0})) = 0 ]; then

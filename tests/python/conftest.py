@@ -47,6 +47,18 @@ def sandbox_exists(spec):
     return out.returncode == 0
 
 
+def reachable_by(uid, path):
+    """Whether every folder above path lets uid through (a clone under a 0700 temporary
+    folder does not let another user reach the package)."""
+    p = pathlib.Path(path).resolve()
+    for d in [p] + list(p.parents):
+        st = d.stat()
+        bit = 0o100 if st.st_uid == uid else 0o001
+        if not st.st_mode & bit:
+            return False
+    return True
+
+
 def run_python(code, *args, user=None, timeout=60):
     """code in a second python3 process with the package importable; its CompletedProcess."""
     env = dict(os.environ)
