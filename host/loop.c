@@ -133,8 +133,10 @@ static void update(struct sbx_loop *l, struct reg *r, const struct pollfd *fds, 
 			continue;
 		struct epoll_event ev = {.events = to_epoll(fds[j].events), .data.ptr = r};
 		int op = was >= 0 ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
-		if (epoll_ctl(l->ep, op, fds[j].fd, &ev) != 0 && (errno == EEXIST || errno == ENOENT))
-			epoll_ctl(l->ep, errno == EEXIST ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fds[j].fd, &ev);
+		if (epoll_ctl(l->ep, op, fds[j].fd, &ev) != 0 &&
+		    (errno == EEXIST || errno == ENOENT))
+			epoll_ctl(l->ep, errno == EEXIST ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fds[j].fd,
+			          &ev);
 	}
 	memcpy(r->fds, fds, (size_t)n * sizeof *fds);
 	r->n = n;

@@ -289,8 +289,8 @@ static void creates_from_threads(void **state)
 		clock_gettime(CLOCK_REALTIME, &until);
 		until.tv_sec += 60;
 		if (pthread_timedjoin_np(th[t], NULL, &until) != 0)
-			fail_msg("thread %d: no end in 60 s (%d made): creates wait for each other", t,
-			         ps[t].made);
+			fail_msg("thread %d: no end in 60 s (%d made): creates wait for each other",
+			         t, ps[t].made);
 		if (ps[t].err[0] != '\0')
 			fail_msg("thread %d: %s", t, ps[t].err);
 		assert_int_equal(ps[t].made, PAR_EACH);
