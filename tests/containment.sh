@@ -5,12 +5,17 @@
 # for the host's disk can be made but not opened; a tmpfs cannot be mounted; open_by_handle_at,
 # bpf, perf_event_open, keyctl, init_module, clock_settime are refused; unshare -U (to regain
 # capabilities and mount) is refused; /proc/sys/kernel/hostname and /proc/sysrq-trigger cannot
-# be written; runc's masked paths read empty and /dev holds only the standard nodes.
+# be written; runc's masked paths read empty and /dev holds only the standard nodes; a host
+# process and another sandbox's are out of reach (kill, ptrace, /proc/PID/root), and a chroot
+# escape with a kept descriptor of / reaches no host file.
 # Negative control, side by side: a sandbox made with --privileged (today's full root) passes
-# every one of these ways out, so each check is shown able to fail. Then the same probes in a
-# podman container with its default profile (when podman is here): every way out it refuses,
-# ns refuses too. Needs root and build/images/busybox-x86_64(.tar). Everything runs inside the
-# sandboxes and the container.
+# every one of these ways out, and for the process and chroot ones (which --privileged still
+# holds: pid namespace, pivot_root) the local runner and a plain chroot jail do, so each check
+# is shown able to fail. Then the same probes in a podman and a Docker container with their
+# default profiles (each engine that answers): every way out an engine refuses, ns refuses
+# too. Needs root and build/images/busybox-x86_64(.tar). Everything runs inside the sandboxes
+# and the containers, but the negative controls of the process and chroot checks (the test's
+# own sleep, its own folder).
 . "$(dirname "$0")/lib/suite.sh"
 suite_begin root
 sbx=$(realpath "$1")
@@ -117,6 +122,59 @@ echo "$mi" | awk '$5 == "/" || $5 == "/dev" || $5 == "/dev/shm" { if ($6 !~ /nod
 	die "a writable mount without nodev: $mi"
 ok "/dev: only null zero full random urandom tty ptmx pts shm (and the fd links); nodev on /, /dev, /dev/shm"
 
+# Ways out through processes and roots, each through the resident agent and through
+# sbx-agent enter (SBX_RESIDENT=0: setns and chroot into the sandbox), since either may be how a
+# command got in. The negative control for these is the local runner (sbx with no boundary at
+# all, as root on this machine): --privileged keeps its own pid namespace and pivot_root, so it
+# is held here too. try_out CHECK ARG...: refused in the confined sandbox both ways, allowed
+# through the local runner; the command in $between runs in between.
+between=true
+try_out() {
+	local c via
+	for via in 1 0; do
+		c=$(SBX_RESIDENT=$via in_ns "$conf" exec -- /probe/boundary "$@" 2>&1) && die "confined (SBX_RESIDENT=$via): $c"
+		case $c in *refused*) ;; *) die "confined (SBX_RESIDENT=$via): $*: $c" ;; esac
+	done
+	$between
+	"$sbx" --runner local exec -- "$w/probe/boundary" "$@" >/dev/null 2>&1 ||
+		die "local runner (negative control): $*"
+	echo "$c"
+}
+sleep 600 &
+target=$!
+on_exit "kill $target 2>/dev/null || true"
+try_out signal $target >/dev/null
+try_out ptrace $target >/dev/null
+ok "a host process (pid $target): kill and ptrace refused (not in the sandbox's pid namespace); the local runner reaches it"
+
+# Another confined sandbox beside it: its init's root holds a file only it has. The confined
+# sandbox sees none of its processes, so /proc/PID/root of none of them reaches that file.
+other=$("$sbx" sandbox create --image "$img") || die "create the other sandbox"
+in_ns "$other" exec -- sh -c 'echo mine >/sbx-other-root' || die "the other sandbox's file"
+opid=$(sed -n 's/^pid=//p' "$SBX_NS_DIR/$other/state")
+between=untouched
+untouched() {
+	[ "$(in_ns "$other" exec -- cat /sbx-other-root)" = mine ] ||
+		die "the confined sandbox wrote the other's file: $(in_ns "$other" exec -- cat /sbx-other-root)"
+}
+try_out procroot sbx-other-root confined >/dev/null
+in_ns "$other" exec -- sh -c 'echo mine >/sbx-other-root'
+try_out write "/proc/$opid/root/sbx-other-root" confined >/dev/null
+between=true
+try_out signal "$opid" >/dev/null
+ok "another sandbox (init pid $opid): its root through /proc/PID/root, every pid seen and its own, and its init by kill: refused; the local runner wrote its file"
+
+# A chroot escape with a kept descriptor of /: out of the inner chroot, but pivot_root left no
+# folder above the sandbox's root, so a file of the host's (in this test's folder) stays out of
+# reach. Negative control: the same probe in a plain chroot(2) jail on this machine escapes.
+printf %s "$marker" >"$w/outside"
+try_out chroot-escape "$w/outside" "$marker" >/dev/null
+mkdir -p "$w/jail/tmp"
+cp "$probe" "$w/jail/boundary"
+chroot "$w/jail" /boundary chroot-escape "$w/outside" "$marker" >/dev/null ||
+	die "negative control: a plain chroot jail held the escape"
+ok "chroot escape with a kept descriptor of / (inner chroot, fchdir, .., chroot .): the host's file stays out of reach; a plain chroot jail is escaped"
+
 # The user namespace: root inside is the sandbox's own range of host ids (its state's uid=),
 # through the resident agent and through sbx-agent enter (SBX_RESIDENT=0) alike; the image
 # still looks root-owned inside (its idmapped lower layer), while what the sandbox's root
@@ -174,27 +232,32 @@ if [ "$(uname -m)" = x86_64 ] && [ -d "$img32" ]; then
 	ok "an i386 program (the kernel's 32-bit ABI): unshare -U and mount refused; --privileged runs unshare -U"
 fi
 
-# Side by side: the same probes in a podman container with its default profile (runc, Docker's
-# seccomp profile and masks, podman's own capability list, a device cgroup): whatever way out
-# it refuses, ns refuses too.
-if command -v podman >/dev/null; then
+# Side by side: the same probes in a container of each engine here with its default profile
+# (podman: runc, Docker's seccomp profile and masks, podman's own capability list, a device
+# cgroup; docker: Docker's defaults): whatever way out an engine refuses, ns refuses too.
+# tests/run.sh runs this suite where a Docker engine answers (its private dockerd).
+side=0
+for eng in podman docker; do
+	command -v $eng >/dev/null && $eng info >/dev/null 2>&1 || continue
+	side=$((side + 1))
 	p=ct$$
 	. "$top/tests/lib/podman.sh"
-	on_exit 'podman_cleanup "$p"'
-	"$sbx" sandbox create --runner podman --image "$img.tar" --name "$p-c" >/dev/null ||
-		die "podman create"
-	in_podman "$p-c" upload-dir "$w/probe" /probe >/dev/null || die "upload the probe into podman"
+	on_exit "eng=$eng podman_cleanup $p"
+	"$sbx" sandbox create --runner $eng --image "$img.tar" --name "$p-c" >/dev/null ||
+		die "$eng create"
+	in_podman "$p-c" upload-dir "$w/probe" /probe >/dev/null || die "upload the probe into $eng"
 	refused=""
 	for c in "mknod-read $maj $min $marker" mount-tmpfs unshare-user-mount open-by-handle bpf perf \
-		keyctl init-module clock-settime "write /proc/sys/kernel/hostname x"; do
+		keyctl init-module clock-settime "write /proc/sys/kernel/hostname x" "signal $target" \
+		"ptrace $target" "signal $opid" "procroot sbx-other-root $eng" \
+		"chroot-escape $w/outside $marker"; do
 		# shellcheck disable=SC2086 # a check and its arguments
 		if ! in_podman "$p-c" exec -- /probe/boundary $c >/dev/null 2>&1; then
 			refused="$refused ${c%% *}"
 			# shellcheck disable=SC2086
-			in_ns "$conf" exec -- /probe/boundary $c >/dev/null 2>&1 && die "podman refuses $c, ns does not"
+			in_ns "$conf" exec -- /probe/boundary $c >/dev/null 2>&1 && die "$eng refuses $c, ns does not"
 		fi
 	done
-	ok "podman (default profile) refuses:$refused; ns refuses each of them too"
-else
-	ok "no podman: the side-by-side comparison is skipped"
-fi
+	ok "$eng (default profile) refuses:$refused; ns refuses each of them too"
+done
+[ $side -gt 0 ] || ok "no podman or docker answers: the side-by-side comparison is skipped"

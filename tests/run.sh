@@ -196,8 +196,6 @@ echo "== images and the ns runner"
 checks "sandbox images (busybox x6, noshell, debian)" "$top/tests/images.sh" "$top/build/images"
 checks "ns runner: namespace sandboxes end to end (root)" "$top/tests/ns.sh" "$hostdir/sbx"
 checks "sbx session: concurrent requests, events, cancel, many sandboxes (ns, root)" "$top/tests/session_conc.sh" "$hostdir/sbx"
-checks "ns runner: the boundary against a hostile root (negative control: --privileged)" \
-	"$top/tests/containment.sh" "$hostdir/sbx"
 checks "transfer and supervision suites on ns + BusyBox and ns + Debian" "$top/tests/ns_suites.sh" "$hostdir/sbx"
 checks "sbx rollout: the main job on ns + BusyBox" "$top/tests/rollout.sh" "$hostdir/sbx"
 pytests "python: sbx.providers, sbx.transfer, sbx.session, the rollout, on ns (pytest)" .
@@ -216,6 +214,8 @@ checks "transfer and supervision suites on docker (BusyBox, Debian, noshell, Bus
 	env SBX_ENGINE=docker "$top/tests/podman_suites.sh" "$hostdir/sbx" "$top/build/images"
 checks "local and remote engines: unix:// sockets here are local (resident, direct), tcp:// is exec only" \
 	"$top/tests/engine_host.sh" "$hostdir/sbx"
+checks "ns runner: the boundary against a hostile root, beside podman and docker (negative control: --privileged, local)" \
+	"$top/tests/containment.sh" "$hostdir/sbx"
 checks "the fleet: sandbox ls / rm --all / --older-than, image ls / prune on ns, podman, docker" \
 	"$top/tests/fleet.sh" "$hostdir/sbx"
 checks "pause and resume on ns (cgroup freezer), podman, docker: a counter that stops, sessions refused" \

@@ -8,8 +8,17 @@
  *   open-by-handle                  name_to_handle_at + open_by_handle_at on a /dev/shm file
  *   bpf | perf | keyctl | init-module | clock-settime
  *   unshare-user-mount              unshare(NEWUSER|NEWNS), then mount a tmpfs
- *   write FILE DATA                 write DATA into FILE */
+ *   write FILE DATA                 write DATA into FILE
+ *   signal PID                      kill(PID, SIGCONT) (harmless) on a process of the test's
+ *   ptrace PID                      PTRACE_SEIZE the process PID (detached at once)
+ *   chroot-escape FILE MARKER       the classic: keep a descriptor of /, chroot into a folder,
+ *                                   fchdir to the kept one, climb "..", chroot("."); then read
+ *                                   MARKER at the start of FILE (a path outside the sandbox)
+ *   procroot NAME DATA              for every process it can see, append DATA to
+ *                                   /proc/PID/root/NAME (NAME exists only in another sandbox) */
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdint.h>
@@ -17,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -138,6 +148,83 @@ static int write_file(const char *path, const char *data)
 	return allowed();
 }
 
+static int read_marker(const char *path, const char *marker)
+{
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return refused("open the file outside");
+	char buf[256] = {0};
+	size_t n = strlen(marker) < sizeof buf ? strlen(marker) : sizeof buf - 1;
+	ssize_t got = read(fd, buf, n);
+	close(fd);
+	if (got != (ssize_t)n || memcmp(buf, marker, n) != 0)
+		return refused("read the marker");
+	return allowed();
+}
+
+static int chroot_escape(const char *path, const char *marker)
+{
+	const char *jail = "/tmp/.probe-jail";
+	mkdir("/tmp", 01777);
+	mkdir(jail, 0700);
+	int kept = open("/", O_RDONLY | O_DIRECTORY);
+	if (kept < 0)
+		return refused("open /");
+	if (chroot(jail) != 0)
+		return refused("chroot into the jail");
+	if (fchdir(kept) != 0)
+		return refused("fchdir");
+	for (int i = 0; i < 256; i++)
+		if (chdir("..") != 0)
+			return refused("chdir ..");
+	if (chroot(".") != 0)
+		return refused("chroot .");
+	return read_marker(path, marker);
+}
+
+static int signal_pid(const char *pid)
+{
+	return kill(atoi(pid), SIGCONT) == 0 ? allowed() : refused("kill");
+}
+
+static int ptrace_pid(const char *pid)
+{
+	if (ptrace(PTRACE_SEIZE, atoi(pid), 0, 0) != 0)
+		return refused("ptrace");
+	ptrace(PTRACE_DETACH, atoi(pid), 0, 0);
+	return allowed();
+}
+
+/* Every process this one can see, its root's NAME opened to append: a sandbox that sees
+ * another's processes (a shared pid namespace, or /proc of the host) reaches its files. */
+static int procroot(const char *name, const char *data)
+{
+	DIR *d = opendir("/proc");
+	if (d == NULL)
+		return refused("opendir /proc");
+	int seen = 0, wrote = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		seen++;
+		char path[4096];
+		snprintf(path, sizeof path, "/proc/%s/root/%s", e->d_name, name);
+		int fd = open(path, O_WRONLY | O_APPEND | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		if (write(fd, data, strlen(data)) == (ssize_t)strlen(data))
+			wrote++;
+		close(fd);
+	}
+	closedir(d);
+	if (wrote == 0) {
+		printf("%s: refused: no process among the %d seen has it\n", check, seen);
+		return 1;
+	}
+	return allowed();
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2)
@@ -163,6 +250,14 @@ int main(int argc, char **argv)
 		return unshare_user_mount();
 	if (strcmp(check, "write") == 0 && argc == 4)
 		return write_file(argv[2], argv[3]);
+	if (strcmp(check, "signal") == 0 && argc == 3)
+		return signal_pid(argv[2]);
+	if (strcmp(check, "ptrace") == 0 && argc == 3)
+		return ptrace_pid(argv[2]);
+	if (strcmp(check, "chroot-escape") == 0 && argc == 4)
+		return chroot_escape(argv[2], argv[3]);
+	if (strcmp(check, "procroot") == 0 && argc == 4)
+		return procroot(argv[2], argv[3]);
 	fprintf(stderr, "boundary: unknown check or arguments: %s\n", check);
 	return 2;
 }
