@@ -29,6 +29,7 @@
 
 #include "arch.h"
 #include "cgroup.h"
+#include "execstore.h"
 #include "confine.h"
 #include "procstat.h"
 #include "channel.h"
@@ -459,55 +460,6 @@ static void detach_mounts_under(const char *dir)
 }
 
 /* ---- create ---- */
-
-/* Copies src to dir/name, mode 0755, owned by uid:gid. */
-static int copy_exec(const char *src, const char *dir, const char *name, uid_t uid, gid_t gid,
-                     struct sbx_err *e)
-{
-	char dst[PATH_MAX];
-	if (path_join(dst, sizeof dst, dir, name, e) != 0)
-		return -1;
-	int in = open(src, O_RDONLY | O_CLOEXEC);
-	if (in < 0)
-		return sbx_err_set(e, SBX_EUSAGE, errno, "open %s", src);
-	int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0700);
-	if (out < 0) {
-		int err = errno;
-		close(in);
-		return sbx_err_set(e, SBX_EUNAVAILABLE, err, "create %s", dst);
-	}
-	int err = 0;
-	for (;;) {
-		ssize_t n = copy_file_range(in, NULL, out, NULL, 1 << 30, 0);
-		if (n > 0)
-			continue;
-		if (n == 0)
-			break;
-		if (errno != EXDEV && errno != ENOSYS && errno != EINVAL && errno != EOPNOTSUPP) {
-			err = errno;
-			break;
-		}
-		/* Across filesystems on older kernels: plain copies. */
-		char buf[65536];
-		ssize_t r;
-		while ((r = read(in, buf, sizeof buf)) > 0)
-			if (write(out, buf, (size_t)r) != r) {
-				err = errno ? errno : EIO;
-				break;
-			}
-		if (r < 0)
-			err = errno;
-		break;
-	}
-	if (err == 0 && (fchown(out, uid, gid) != 0 || fchmod(out, 0755) != 0))
-		err = errno;
-	close(in);
-	if (close(out) != 0 && err == 0)
-		err = errno;
-	if (err != 0)
-		return sbx_err_set(e, SBX_EUNAVAILABLE, err, "copy %s to %s", src, dst);
-	return 0;
-}
 
 /* Finds prog in $PATH (or the usual folders). */
 static int find_in_path(const char *prog, char *out, size_t cap)
@@ -1105,10 +1057,23 @@ int sbx_ns_create(const char *image_dir, const char *name, const struct sbx_ns_o
 		sbx_err_set(e, SBX_EUNAVAILABLE, errno, "prepare the layer in %s", tmp);
 		goto fail;
 	}
-	if ((!o->privileged && copy_exec(native, tmp, ENTER_NAME, 0, 0, e) != 0) ||
-	    copy_exec(agent, dotsbx, "sbx-agent", s.uid, s.gid, e) != 0 ||
-	    (foreign && (copy_exec(native, dotsbx, "sbx-init", s.uid, s.gid, e) != 0 ||
-	                 copy_exec(qemu, dotsbx, a->qemu, s.uid, s.gid, e) != 0)))
+	/* The programs: links to one shared copy each (runner/execstore.c), but for a sandbox
+	 * whose root is the host's, which could write through a link into every sandbox. */
+	char store[PATH_MAX];
+	if (path_join(store, sizeof store, base, ".exec", e) != 0)
+		goto fail;
+	if (o->privileged
+	            ? sbx_exec_copy(agent, dotsbx, "sbx-agent", s.uid, s.gid, e) != 0 ||
+	                      (foreign &&
+	                       (sbx_exec_copy(native, dotsbx, "sbx-init", s.uid, s.gid, e) != 0 ||
+	                        sbx_exec_copy(qemu, dotsbx, a->qemu, s.uid, s.gid, e) != 0))
+	            : sbx_exec_place(native, store, tmp, ENTER_NAME, 0, 0, e) != 0 ||
+	                      sbx_exec_place(agent, store, dotsbx, "sbx-agent", s.uid, s.gid, e) !=
+	                              0 ||
+	                      (foreign && (sbx_exec_place(native, store, dotsbx, "sbx-init", s.uid,
+	                                                  s.gid, e) != 0 ||
+	                                   sbx_exec_place(qemu, store, dotsbx, a->qemu, s.uid,
+	                                                  s.gid, e) != 0)))
 		goto fail;
 	/* With a user namespace the lower layer is the image's idmapped view, mounted at
 	 * "lower" by the first process. */

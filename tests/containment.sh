@@ -204,6 +204,32 @@ up=$SBX_NS_DIR/$conf/upper
 [ "$(stat -c %u "$SBX_NS_DIR/$priv/upper/made")" = 0 ] || die "negative control: --privileged's file not the host's root's"
 ok "a file the sandbox's root writes is uid $base on the host (1001:2002 inside is $((base + 1001)):$((base + 2002))); --privileged's is uid 0"
 
+# The layer's agent: a hard link to one copy in $SBX_NS_DIR/.exec (runner/execstore.c), shared
+# by every sandbox (and by the host's sbx-enter), owned by the host's root: the sandbox's root
+# cannot write, chmod or chown it. It can replace its own link, which leaves the other
+# sandboxes' agent as it was. --privileged gets a copy of its own (its root is the host's).
+# Shown able to fail: with sbx_exec_place chown'ing each link to the sandbox's root, it fails.
+agent=$SBX_NS_DIR/$conf/upper/.sbx/sbx-agent
+ino() { stat -c %d:%i "$1"; }
+[ "$(ino "$agent")" = "$(ino "$SBX_NS_DIR/$other/upper/.sbx/sbx-agent")" ] &&
+	[ "$(ino "$agent")" = "$(ino "$SBX_NS_DIR/$conf/sbx-enter")" ] ||
+	die "the agents of two sandboxes and sbx-enter are not one file"
+[ "$(stat -c %u:%a "$agent")" = 0:755 ] || die "the shared agent: $(stat -c %u:%a "$agent")"
+[ "$(ino "$SBX_NS_DIR/$priv/upper/.sbx/sbx-agent")" != "$(ino "$agent")" ] &&
+	[ "$(stat -c %h "$SBX_NS_DIR/$priv/upper/.sbx/sbx-agent")" = 1 ] || die "--privileged shares the agent"
+sum=$(sha256sum <"$agent")
+for c in 'echo x >>/.sbx/sbx-agent' ': >/.sbx/sbx-agent' 'chmod 777 /.sbx/sbx-agent' 'chown 0 /.sbx/sbx-agent'; do
+	in_ns "$conf" exec -- sh -c "$c" 2>/dev/null && die "the sandbox's root ran: $c"
+done
+third=$("$sbx" sandbox create --image "$img") || die "create a third sandbox"
+in_ns "$third" exec -- sh -c 'rm /.sbx/sbx-agent && echo mine >/.sbx/sbx-agent' || die "replace its own link"
+[ "$(sha256sum <"$agent")" = "$sum" ] && [ "$(stat -c %u:%a "$agent")" = 0:755 ] ||
+	die "a sandbox changed the shared agent"
+in_ns "$priv" exec -- sh -c 'chmod 700 /.sbx/sbx-agent && chown 1:1 /.sbx/sbx-agent' ||
+	die "negative control: --privileged cannot chmod its copy"
+[ "$(stat -c %u:%a "$agent")" = 0:755 ] || die "--privileged's chmod reached the shared agent"
+ok "the layer's agent is one file for every sandbox and sbx-enter (host root's, 0755): the sandbox's root cannot append, truncate, chmod or chown it, replacing its own link leaves the others'; --privileged changes a copy of its own"
+
 # A root-only file of the host's, passed in: placed by the host in a new folder of each
 # sandbox's upper layer (one the sandbox never looked up, so the overlay shows it at once),
 # owned by the host's root, mode 0600. The user namespace does not map the host's root, so

@@ -51,8 +51,8 @@ listing "$img" >"$w/img.before"
 "$sbx" --json sandbox status B | grep -q '"state":"running"' || die "status B"
 ok "two sandboxes from one image: created and running"
 # What the state folder holds besides the sandboxes' folders: the id claims (.ids, each a link
-# named by its range's slot) and nothing else.
-left() { ls -A "$SBX_NS_DIR" | grep -vx '\.ids'; }
+# named by its range's slot), the programs' store (.exec, runner/execstore.c) and nothing else.
+left() { ls -A "$SBX_NS_DIR" | grep -vx -e '\.ids' -e '\.exec'; }
 [ -z "$(left | grep '^\.' || true)" ] || die "a temporary state folder was left"
 [ "$(ls "$SBX_NS_DIR/.ids" | sort | tr '\n' ' ')" = "0 1 " ] && [ "$(readlink "$SBX_NS_DIR/.ids/1")" = B ] ||
 	die "id claims: $(ls -l "$SBX_NS_DIR/.ids")"
@@ -110,10 +110,13 @@ agent_sha=$(sha256sum "${SBX_AGENT_DIR:-$top/build/agent}/x86_64/sbx-agent" | cu
 # Root inside is the sandbox's mapped uid on the host (its state's uid=).
 base=$(sed -n 's/^uid=//p' "$SBX_NS_DIR/A/state")
 [ -n "$base" ] && [ "$base" -ne 0 ] || die "no mapped uid in A's state"
-[ "$(stat -c '%a %u' "$SBX_NS_DIR/A/upper/.sbx/sbx-agent")" = "755 $base" ] || die "agent mode"
-[ "$(in_ns A exec -- stat -c '%a %U' /.sbx/sbx-agent)" = "755 root" ] || die "agent mode inside"
+# The agent is the host root's (a link into the shared store, runner/execstore.c): unmapped,
+# so inside it is the overflow id 65534; its folder is the sandbox's root's.
+[ "$(stat -c '%a %u' "$SBX_NS_DIR/A/upper/.sbx/sbx-agent" "$SBX_NS_DIR/A/upper/.sbx" | tr '\n' ' ')" = "755 0 755 $base " ] ||
+	die "agent mode: $(stat -c '%a %u' "$SBX_NS_DIR/A/upper/.sbx/sbx-agent" "$SBX_NS_DIR/A/upper/.sbx")"
+[ "$(in_ns A exec -- stat -c '%a %u' /.sbx/sbx-agent /.sbx | tr '\n' ' ')" = "755 65534 755 0 " ] || die "agent mode inside"
 [ ! -e "$img/.sbx" ] || die "the agent landed in the image"
-ok "the agent is injected in the layer (/.sbx/sbx-agent, 0755 root inside, uid $base on the host); HELLO's SHA-256 matches"
+ok "the agent is placed in the layer (/.sbx/sbx-agent, 0755, the host root's: 65534 inside; /.sbx the sandbox's root's, uid $base on the host); HELLO's SHA-256 matches"
 
 # ---- the overlay ----
 in_ns A sh 'echo from-a >/tmp/only-a && echo changed >>/etc/passwd && rm /bin/vi'
