@@ -44,14 +44,14 @@ mem_slack=768 pids_slack=40 disk_slack=16
 mem_avail() { awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo; }
 [ "$(mem_avail)" -ge 4096 ] || die "needs 4 GiB available for the negative control (has $(mem_avail) MiB)"
 
-# sample FILE NAME...: the host every 0.2 s, until killed: MemAvailable (MiB), free MiB on the
-# filesystem of $SBX_NS_DIR, the host's processes, and those in the pid namespaces of the
-# sandboxes NAME (their /proc/PID/ns/pid as the host reads it).
+# sample FILE NAME...: the host every 0.2 s, until FILE.stop appears: MemAvailable (MiB), free
+# MiB on the filesystem of $SBX_NS_DIR, the host's processes, and those in the pid namespaces
+# of the sandboxes NAME (their /proc/PID/ns/pid as the host reads it).
 sample() {
 	local out=$1 m f n re
 	shift
 	re=$(for n in "$@"; do sed -n 's/^pidns=//p' "$SBX_NS_DIR/$n/state"; done | paste -sd '|')
-	while :; do
+	while [ ! -e "$out.stop" ] && [ -d "$SBX_NS_DIR" ]; do
 		m=$(mem_avail)
 		f=$(df -Pk "$SBX_NS_DIR" | awk 'NR == 2 { print int($4 / 1024) }')
 		set -- /proc/[0-9]*
@@ -60,6 +60,13 @@ sample() {
 		sleep 0.2
 	done
 }
+stop_sample() { # FILE: ends the sample of FILE (its pid $spid)
+	touch "$1.stop"
+	wait "$spid"
+	spid=
+}
+spid=
+on_exit '[ -z "$spid" ] || kill "$spid" 2>/dev/null'
 # host_delta BASE LOAD [N]: "MEMDROP DISKDROP PROCRISE SBXRISE WORSTMEMDROP": medians of the
 # load's samples (its last N) against the baseline's; then MemAvailable's worst sample.
 # Medians: the machine's other work (compilers, other tests) moves MemAvailable by hundreds of
@@ -159,8 +166,7 @@ sample "$w/h.base" "$h" "$n1" "$n2" &
 spid=$!
 end=$((SECONDS + 3))
 while [ $SECONDS -lt $end ]; do work; done
-kill $spid
-wait $spid 2>/dev/null || true
+stop_sample "$w/h.base"
 
 # The load, in H: one supervised run, ended by its deadline. The fork bomb has no bound of
 # its own: it starts only once the host shows H's cgroup holding its limits.
@@ -188,8 +194,7 @@ while kill -0 $hpid 2>/dev/null; do
 	p=$(cg "$h" pids)
 	[ "$p" -le "$peak_pids" ] || peak_pids=$p
 done
-kill $spid
-wait $spid 2>/dev/null || true
+stop_sample "$w/h.load"
 wait $hpid || true
 wait $npid || true # sbx run exits with the harness's status: checked below
 after="$(cg "$h" oom) $(cg "$h" pidsmax) $(cg "$h" throttled)"
@@ -261,9 +266,8 @@ while [ $SECONDS -lt $end ]; do
 	read -r cm cd _ cp _ <<<"$(host_delta "$w/h.base" "$w/h.ctl" 5)"
 	[ "$cm" -gt $bm ] && [ "$cd" -gt $bd ] && [ "$cp" -gt $bp ] && break
 done
+stop_sample "$w/h.ctl"
 "$sbx" sandbox rm "$u" >/dev/null || die "rm U"
-kill $spid
-wait $spid 2>/dev/null || true
 wait $upid 2>/dev/null || true
 echo "  figure: negative control (U, no limits; medians of 1 s): MemAvailable -$cm MiB, free space -$cd MiB, processes in the sandbox +$cp"
 [ "$cm" -gt $bm ] || die "negative control: MemAvailable fell only $cm MiB (bound $bm)"
