@@ -196,6 +196,8 @@ echo "== images and the ns runner"
 checks "sandbox images (busybox x6, noshell, debian)" "$top/tests/images.sh" "$top/build/images"
 checks "ns runner: namespace sandboxes end to end (root)" "$top/tests/ns.sh" "$hostdir/sbx"
 checks "sbx session: concurrent requests, events, cancel, many sandboxes (ns, root)" "$top/tests/session_conc.sh" "$hostdir/sbx"
+checks "ns runner: limits under load (fork bomb, memory hog, disk filler, CPU burner; negative control: no limits)" \
+	"$top/tests/pressure.sh" "$hostdir/sbx"
 checks "transfer and supervision suites on ns + BusyBox and ns + Debian" "$top/tests/ns_suites.sh" "$hostdir/sbx"
 checks "sbx rollout: the main job on ns + BusyBox" "$top/tests/rollout.sh" "$hostdir/sbx"
 pytests "python: sbx.providers, sbx.transfer, sbx.session, the rollout, on ns (pytest)" .
