@@ -42,6 +42,12 @@ static void take(struct sbx_proc_result *r, size_t cap, const char *buf, size_t 
 int sbx_proc_capture(char *const argv[], double timeout_s, size_t out_cap,
                      struct sbx_proc_result *r, struct sbx_err *e)
 {
+	return sbx_proc_capture_in(argv, NULL, timeout_s, out_cap, r, e);
+}
+
+int sbx_proc_capture_in(char *const argv[], const char *cwd, double timeout_s, size_t out_cap,
+                        struct sbx_proc_result *r, struct sbx_err *e)
+{
 	memset(r, 0, sizeof *r);
 	r->output = malloc(out_cap + 1);
 	if (r->output == NULL)
@@ -57,6 +63,8 @@ int sbx_proc_capture(char *const argv[], double timeout_s, size_t out_cap,
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
 	posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+	if (cwd != NULL)
+		posix_spawn_file_actions_addchdir_np(&fa, cwd);
 	posix_spawnattr_init(&at);
 	/* Its own process group, so a timeout kills everything it started. */
 	posix_spawnattr_setpgroup(&at, 0);

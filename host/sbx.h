@@ -51,6 +51,9 @@ struct sbx_proc_result {
  * reported as EXITED, like a shell would). */
 int sbx_proc_capture(char *const argv[], double timeout_s, size_t out_cap,
                      struct sbx_proc_result *r, struct sbx_err *e);
+/* The same, run in the folder cwd (NULL: this process's). */
+int sbx_proc_capture_in(char *const argv[], const char *cwd, double timeout_s, size_t out_cap,
+                        struct sbx_proc_result *r, struct sbx_err *e);
 
 /* ---- agent self-test ------------------------------------------------------------------- */
 

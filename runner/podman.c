@@ -466,6 +466,32 @@ static void mkdirs(char *p)
 		}
 }
 
+/* `ENGINE start`, run in a folder of sbx's own ($SBX_PODMAN_DIR/conmon): podman's conmon, which
+ * stays with the container, inherits the folder and creates an empty file "oom" in it each
+ * time the container meets its memory limit (conmon 2.1, podman 4.3); in the caller's
+ * folder that file would land in the user's work. Without that folder, the caller's. */
+static int start_step(char *const argv[], struct sbx_err *e)
+{
+	char dir[PATH_MAX];
+	const char *base = getenv("SBX_PODMAN_DIR");
+	if (base == NULL || base[0] == '\0')
+		base = "/run/sbx/podman";
+	const char *cwd = NULL;
+	if ((size_t)snprintf(dir, sizeof dir, "%s/conmon/", base) < sizeof dir) {
+		mkdirs(dir);
+		struct stat st;
+		if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+			cwd = dir;
+	}
+	struct sbx_proc_result r;
+	if (sbx_proc_capture_in(argv, cwd, ENGINE_TIMEOUT, OUT_CAP, &r, e) != 0)
+		return -1;
+	if (r.how != SBX_PROC_EXITED || r.code != 0)
+		return engine_fail(&r, "start", e);
+	sbx_proc_result_free(&r);
+	return 0;
+}
+
 /* path's whole content becomes line, atomically (a temporary renamed); best effort: a hint
  * only saves engine calls next time. */
 static void hint_file(char *path, const char *line)
@@ -940,7 +966,7 @@ int sbx_podman_create(const char *engine, const char *image, const char *name,
 	w_engine(&v, engine, 1, e);
 	w_add(&v, "start");
 	w_add(&v, name);
-	if (run_step(v.w, "start", e) != 0) {
+	if (start_step(v.w, e) != 0) {
 		remove_quiet(engine, name);
 		return -1;
 	}

@@ -24,7 +24,12 @@ on_exit cleanup
 for k in $kinds; do
 	n=$p-$k
 	in_k() { "$sbx" --runner "$k:$n" "$@"; }
-	"$sbx" sandbox create --runner "$k" --image busybox --name "$n" --memory-mib 64 --pids 64 --cpu 0.5 >/dev/null ||
+	# Made from a folder of its own: nothing may land there (podman's conmon, which stays with
+	# the container, creates a file "oom" in the folder it started in at each OOM kill; sbx
+	# starts it in $SBX_PODMAN_DIR/conmon). Shown able to fail: with `start` run in the
+	# caller's folder, "$k: the OOM left files in the folder" fails on podman.
+	mkdir -p "$w/cwd-$k"
+	(cd "$w/cwd-$k" && "$sbx" sandbox create --runner "$k" --image busybox --name "$n" --memory-mib 64 --pids 64 --cpu 0.5 >/dev/null) ||
 		die "$k: create with limits"
 	"$sbx" --json sandbox status "$k:$n" >"$w/st"
 	[ "$(jget resources.memory_mib "$w/st")" = 64 ] && [ "$(jget resources.pids "$w/st")" = 64 ] &&
@@ -35,7 +40,8 @@ for k in $kinds; do
 	[ "$(jget status "$w/rec")" = 137 ] && [ "$(jget oom.attributed "$w/rec")" = harness ] &&
 		[ "$(jget oom.kills "$w/rec")" -ge 1 ] && [ "$(jget termination_witnessed "$w/rec")" = true ] ||
 		die "$k: OOM: $(cat "$w/rec")"
-	ok "$k: a harness taking 200 MiB is OOM-killed: status 137, oom {kills $(jget oom.kills "$w/rec"), source $(jget oom.source "$w/rec"), attributed harness}"
+	[ -z "$(ls -A "$w/cwd-$k")" ] || die "$k: the OOM left files in the folder sbx was run from: $(ls -A "$w/cwd-$k")"
+	ok "$k: a harness taking 200 MiB is OOM-killed: status 137, oom {kills $(jget oom.kills "$w/rec"), source $(jget oom.source "$w/rec"), attributed harness}; nothing left in the folder sbx ran in"
 
 	others() { in_k exec -- ps -o args | grep -v -e '^COMMAND' -e sbx-agent -e '^ps -o args' || true; }
 	ev0=$(in_k exec -- sh -c 'sed -n "s/^max //p" /sys/fs/cgroup/pids/pids.events')
