@@ -11,8 +11,8 @@
  *
  * An entry is named after its source's identity (device, inode, size, mtime and ctime): a
  * rebuilt program is a new entry. Entries no sandbox links any more (link count 1) are
- * removed when a new entry is made. Two creates making the same entry at once each copy to a
- * name of its own and rename into place: either copy serves. */
+ * removed when a new entry is made and when a sandbox is removed. Two creates making the same entry
+ * at once each copy to a name of its own and rename into place: either copy serves. */
 #include "execstore.h"
 
 #include <dirent.h>
@@ -99,6 +99,11 @@ static void prune(const char *store, const char *keep)
 			unlinkat(dirfd(d), de->d_name, 0);
 	}
 	closedir(d);
+}
+
+void sbx_exec_prune(const char *store)
+{
+	prune(store, "");
 }
 
 /* Makes store/key, a copy of src owned by the host's root. */

@@ -18,4 +18,7 @@ int sbx_exec_copy(const char *src, const char *dir, const char *name, uid_t uid,
 int sbx_exec_place(const char *src, const char *store, const char *dir, const char *name, uid_t uid,
                    gid_t gid, struct sbx_err *e);
 
+/* Removes the entries of store that no sandbox links any more. */
+void sbx_exec_prune(const char *store);
+
 #endif

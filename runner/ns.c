@@ -1240,6 +1240,9 @@ int sbx_ns_remove(const char *name, struct sbx_err *e)
 		return -1;
 	}
 	sbx_userns_release(base, s.ids_slot);
+	char store[PATH_MAX];
+	if (path_join(store, sizeof store, base, ".exec", e) == 0)
+		sbx_exec_prune(store);
 	return 0;
 }
 

@@ -290,5 +290,7 @@ ok "/etc/subuid and /etc/subgid: root's ranges cut in 65536 ids (S2 maps to 2655
 
 "$sbx" sandbox rm C T F
 [ -z "$(left)" ] && [ -z "$(ls -A "$SBX_NS_DIR/.ids")" ] || die "left: $(ls -A "$SBX_NS_DIR" "$SBX_NS_DIR/.ids")"
+# The programs' store (runner/execstore.c): an entry no sandbox links goes with the last rm.
+[ -z "$(ls -A "$SBX_NS_DIR/.exec")" ] || die "the store keeps: $(ls -lA "$SBX_NS_DIR/.exec")"
 listing "$img" | cmp -s - "$w/img.before" || die "the image changed"
-ok "all removed; the image is unchanged"
+ok "all removed (the programs' store empty too); the image is unchanged"
