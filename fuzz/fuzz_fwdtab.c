@@ -57,8 +57,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			id = SBX_FWD_AGENT_ID_BIT | (id & 7);
 		switch (k & 0x0f) {
 		case 0: /* the agent's OPEN */
-			if (sbx_fwdtab_open(&t, SBX_FWD_FROM_AGENT, id, arg & 3, MAX, &c, &e) == 0)
+			switch (sbx_fwdtab_open(&t, SBX_FWD_FROM_AGENT, id, arg & 3, MAX, &c, &e)) {
+			case 0:
 				trap_unless(c != NULL && (c->id & SBX_FWD_AGENT_ID_BIT) != 0);
+				break;
+			case 1: /* refused: held as reset, or nothing when the table is full */
+				trap_unless(c == NULL ? t.n == t.cap
+				                      : c->state == SBX_FWD_RESET_SENT);
+				break;
+			default:
+				trap_unless(e.cls == SBX_EPROTOCOL);
+			}
 			break;
 		case 1: /* our OPEN (an inward connection) */
 			if (sbx_fwdtab_open(&t, SBX_FWD_FROM_HOST, own, arg & 3, MAX, &c, &e) == 0)

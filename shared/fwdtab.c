@@ -24,7 +24,7 @@ size_t sbx_fwdtab_count(const struct sbx_fwd_tab *t, uint32_t listener)
 {
 	size_t k = 0;
 	for (size_t i = 0; i < t->n; i++)
-		k += t->c[i].listener == listener;
+		k += t->c[i].listener == listener && t->c[i].state == SBX_FWD_OPEN;
 	return k;
 }
 
@@ -38,7 +38,8 @@ int sbx_fwdtab_open(struct sbx_fwd_tab *t, enum sbx_fwd_from from, uint32_t id, 
 		                   from == SBX_FWD_FROM_AGENT ? "agent" : "host");
 	if (sbx_fwdtab_find(t, id) != NULL)
 		return sbx_err_set(e, cls, 0, "OPEN on stream %#x, already open", id);
-	if (t->n == t->cap || sbx_fwdtab_count(t, listener) >= max)
+	int over = sbx_fwdtab_count(t, listener) >= max;
+	if (t->n == t->cap || (over && from == t->self))
 		return 1;
 	struct sbx_fwd_conn *c = &t->c[t->n++];
 	memset(c, 0, sizeof *c);
@@ -48,6 +49,12 @@ int sbx_fwdtab_open(struct sbx_fwd_tab *t, enum sbx_fwd_from from, uint32_t id, 
 	sbx_credit_tx_init(&c->tx, SBX_FWD_WINDOW);
 	sbx_credit_rx_init(&c->rx, SBX_FWD_WINDOW);
 	*out = c;
+	if (over) {
+		/* the peer's, past the limit: held as reset, so what it sent before our RESET
+		 * reaches it is dropped rather than taken for a protocol error */
+		c->state = SBX_FWD_RESET_SENT;
+		return 1;
+	}
 	return 0;
 }
 

@@ -40,14 +40,17 @@ void sbx_fwdtab_init(struct sbx_fwd_tab *t, struct sbx_fwd_conn *slots, size_t c
 /* The connection with that id, or NULL. Pointers stay valid until the next drop. */
 struct sbx_fwd_conn *sbx_fwdtab_find(struct sbx_fwd_tab *t, uint32_t id);
 
-/* Connections of a listener (any state: a reset one still holds its slot). */
+/* Open connections of a listener (one reset and waiting for its answer is not counted). */
 size_t sbx_fwdtab_count(const struct sbx_fwd_tab *t, uint32_t listener);
 
 /* Opens a connection: ours (from == t->self, we accepted it and send OPEN) or the peer's (an
- * OPEN arrived). Returns 0 with *out set; 1 when the listener already has max connections or
- * the table is full (ours: refuse the socket; the peer's: answer RESET EMFILE, nothing is
- * kept); -1 with *e (protocol) for a peer's id that is malformed (sbx_fwdmsg_id_ok) or
- * already open, or (SBX_EUSAGE) for an own id of the wrong shape or in use. */
+ * OPEN arrived). Returns 0 with *out set. Returns 1 when the listener already has max open
+ * connections or the table is full: for ours nothing is kept (refuse the socket); for the
+ * peer's the caller answers RESET (EMFILE), and *out is the slot held in the reset state
+ * until the peer's RESET answers, or NULL when the table is full (then the peer's DATA on
+ * that id breaks the session: an agent that fills the table ignores resets). -1 with *e
+ * (protocol) for a peer's id that is malformed (sbx_fwdmsg_id_ok) or already open, or
+ * (SBX_EUSAGE) for an own id of the wrong shape or in use. */
 int sbx_fwdtab_open(struct sbx_fwd_tab *t, enum sbx_fwd_from from, uint32_t id, uint32_t listener,
                     size_t max, struct sbx_fwd_conn **out, struct sbx_err *e);
 

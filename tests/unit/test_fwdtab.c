@@ -47,7 +47,16 @@ static void limit_per_listener(void **state)
 	sbx_fwdtab_init(&t, slots, 8, H);
 	for (uint32_t i = 1; i <= 3; i++)
 		assert_int_equal(sbx_fwdtab_open(&t, A, 0x80000000u + i, 1, 3, &c, &e), 0);
+	/* the agent's fourth: refused, held as reset until the agent's RESET answers ours */
 	assert_int_equal(sbx_fwdtab_open(&t, A, 0x80000010u, 1, 3, &c, &e), 1);
+	assert_non_null(c);
+	assert_int_equal(c->state, SBX_FWD_RESET_SENT);
+	assert_int_equal(sbx_fwdtab_on_data(&t, 0x80000010u, 100, 0, &c, &e), 1); /* dropped */
+	void *u;
+	assert_int_equal(sbx_fwdtab_on_reset(&t, 0x80000010u, &u), 0);
+	assert_null(sbx_fwdtab_find(&t, 0x80000010u));
+	/* our own past the limit: nothing kept */
+	assert_int_equal(sbx_fwdtab_open(&t, H, 9, 1, 3, &c, &e), 1);
 	assert_null(c);
 	assert_int_equal(sbx_fwdtab_open(&t, A, 0x80000011u, 2, 3, &c, &e), 0);
 	assert_int_equal(sbx_fwdtab_count(&t, 1), 3);
@@ -62,6 +71,7 @@ static void limit_per_listener(void **state)
 		sbx_fwdtab_open(&t, A, 0x80000000u + i, 9, 100, &c, &e);
 	assert_int_equal(t.n, 8);
 	assert_int_equal(sbx_fwdtab_open(&t, A, 0x80000040u, 9, 100, &c, &e), 1);
+	assert_null(c);
 }
 
 static void credit_per_connection(void **state)
