@@ -80,7 +80,9 @@ struct sbx_stream *sbx_engine_stream(struct sbx_engine *g, int kind)
 	/* Ids are never reused while a stream is open (an abandoned one may live on). */
 	do {
 		p->id = g->next_id++;
-		if (g->next_id == 0)
+		/* ids with bit 31 set are the agent's (forwarded connections, docs/forwarding.md)
+		 */
+		if (g->next_id == 0 || (g->next_id & SBX_FWD_AGENT_ID_BIT) != 0)
 			g->next_id = 1;
 	} while (find(g, p->id) != NULL);
 	p->next = g->streams;

@@ -202,6 +202,32 @@ enum sbx_exec_outcome {
 	SBX_EXEC_NOT_STARTED = 3,
 };
 
+/* ---- TCP forwarding (issue 21, docs/forwarding.md) ----------------------------------------
+ * Kept in one block for merging: ops, tags and frame types at the high end of the free
+ * ranges. The frames are sent only to a peer that said it knows them (HELLO FWD = 1). */
+enum sbx_fwd_proto {
+	SBX_OP_FWD_LISTEN = 62,   /* listen on 127.0.0.1:PORT inside for each FWD_PORT */
+	SBX_OP_FWD_UNLISTEN = 63, /* close a listener (LISTENER) and reset its connections */
+	SBX_T_FWD_PORT = 190,     /* i64 1..65535; a list in FWD_LISTEN */
+	SBX_T_READY_FILE = 191,   /* str: created inside once every listener is up */
+	SBX_T_MAX_CONN = 192,     /* i64: connections per listener, default SBX_FWD_MAX_CONN */
+	SBX_T_ADDR = 193,         /* str: OPEN host -> agent, the address to connect to inside */
+	SBX_T_LISTENER = 194,     /* i64: the stream id of the FWD_LISTEN request */
+	SBX_T_FWD = 195,          /* HELLO: 1 when the agent speaks OPEN and RESET */
+};
+#define SBX_FRAME_TYPE_RESET 0x1e     /* both ways: a connection stream is reset (ERRNO, MESSAGE) */
+#define SBX_FRAME_TYPE_OPEN 0x1f      /* both ways: a new connection stream */
+#define SBX_FWD_WINDOW (256u * 1024u) /* credit per connection and direction */
+#define SBX_FWD_MAX_CONN 1024         /* default connections per forward */
+#define SBX_FWD_MAX_CONN_LIMIT 65536  /* the largest MAX_CONN accepted */
+#define SBX_FWD_MAX_PORTS 64          /* ports per FWD_LISTEN */
+#define SBX_FWD_MAX_LISTENERS 16      /* listener ids per session */
+#define SBX_FWD_AGENT_ID_BIT 0x80000000u /* set on every stream id the agent opens */
+#define SBX_FWD_RESET_MSG_MAX 200        /* bytes of a RESET's MESSAGE */
+#define SBX_FWD_ADDR_MAX 255             /* bytes of an OPEN's ADDR */
+#define SBX_FWD_CONNECT_MS 10000         /* a connect not done by then is reset (ETIMEDOUT) */
+/* ---- end of TCP forwarding ---------------------------------------------------------------- */
+
 /* Picks the version both sides speak: the highest in both ranges. Returns it, or 0 when the
  * ranges do not overlap. */
 static inline int sbx_proto_choose(int64_t a_min, int64_t a_max, int64_t b_min, int64_t b_max)
