@@ -173,6 +173,13 @@ struct hold {
 	size_t retain;
 };
 
+/* musl's ioctl takes an int request, and ppc64le's TIOCSWINSZ is above INT_MAX; the kernel
+ * reads the request as 32 bits either way. */
+static int set_winsize(int fd, const struct winsize *ws)
+{
+	return ioctl(fd, (int)TIOCSWINSZ, ws);
+}
+
 static void conn_close(struct conn *c)
 {
 	if (c->fd >= 0)
@@ -215,9 +222,9 @@ static void status_fields(const struct hold *h, struct sbx_msgw *w)
 	sbx_msgw_i64(w, SBX_T_PID, h->pid);
 	sbx_msgw_i64(w, SBX_T_RETAIN, (int64_t)h->retain);
 	sbx_msgw_i64(w, SBX_T_HEAD, (int64_t)h->ring[0].head);
-	sbx_msgw_i64(w, SBX_T_START, (int64_t)sbx_ring_base(&h->ring[0]));
+	sbx_msgw_i64(w, SBX_T_BASE, (int64_t)sbx_ring_base(&h->ring[0]));
 	sbx_msgw_i64(w, SBX_T_HEAD_ERR, (int64_t)h->ring[1].head);
-	sbx_msgw_i64(w, SBX_T_START_ERR, (int64_t)sbx_ring_base(&h->ring[1]));
+	sbx_msgw_i64(w, SBX_T_BASE_ERR, (int64_t)sbx_ring_base(&h->ring[1]));
 	sbx_msgw_i64(w, SBX_T_HELD, held(h));
 	exit_fields(h, w);
 }
@@ -375,7 +382,7 @@ static void on_request(struct hold *h, int fd)
 		/* The kernel sends SIGWINCH to the terminal's foreground process group. */
 		struct winsize ws = {.ws_row = (unsigned short)rows,
 		                     .ws_col = (unsigned short)cols};
-		if (ioctl(h->master, TIOCSWINSZ, &ws) != 0)
+		if (set_winsize(h->master, &ws) != 0)
 			sbx_msgw_error(&w, SBX_ETRANSFER, errno, "TIOCSWINSZ");
 		else
 			sbx_msgw_i64(&w, SBX_T_STATUS, 0);
@@ -706,7 +713,7 @@ static int hold_main(const struct sbx_pty_spec *sp, struct hold *h, int rfd)
 		}
 		struct winsize ws = {.ws_row = (unsigned short)sp->rows,
 		                     .ws_col = (unsigned short)sp->cols};
-		ioctl(slave, TIOCSWINSZ, &ws);
+		set_winsize(slave, &ws);
 		fd[0] = fd[1] = fd[2] = slave;
 		h->fd_out[0] = h->fd_in = h->master;
 	} else {

@@ -321,6 +321,7 @@ struct sbx_pty {
 	int wfd;
 	int64_t off[2];
 	char id[SBX_PTY_ID_MAX];
+	uint8_t ticket[16];
 };
 
 static void pty_data(struct sbx_op *op, void *ctx, int ch, const uint8_t *b, size_t n)
@@ -393,6 +394,7 @@ struct sbx_pty *sbx_pty_open(struct sbx_session *s, const char *id,
 	p->off[0] = ai->start;
 	p->off[1] = ai->start_err;
 	memcpy(p->id, id, SBX_PTY_ID_MAX);
+	memcpy(p->ticket, ai->ticket, sizeof p->ticket);
 	uint8_t b[128];
 	struct sbx_msgw w;
 	sbx_msgw_init(&w, b, sizeof b);
@@ -556,6 +558,18 @@ void sbx_pty_detach(struct sbx_pty *p)
 	if (p == NULL)
 		return;
 	p->c->gone = 1;
+	/* The claim is given up in order with what follows on this session (a later attach is
+	 * never refused as held by this stream); the stream's cancel then ends the relay. */
+	if (!sbx_op_done(p->op) && sbx_session_error(p->s, NULL) == 0) {
+		uint8_t b[128];
+		struct sbx_msgw w;
+		struct sbx_err e;
+		sbx_msgw_init(&w, b, sizeof b);
+		sbx_msgw_i64(&w, SBX_T_OP, SBX_OP_PTY_DETACH);
+		sbx_msgw_str(&w, SBX_T_PTY_ID, p->id);
+		sbx_msgw_bytes(&w, SBX_T_TICKET, p->ticket, sizeof p->ticket);
+		sbx_detached(p->s, &w, SBX_LANE_CTRL, &e);
+	}
 	/* Credit still owed for what sat unread is returned, so the agent's side drains. */
 	for (int c = 0; c < 2; c++) {
 		struct chanbuf *q = &p->c->ch[c];

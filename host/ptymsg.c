@@ -50,8 +50,8 @@ int sbx_ptymsg_info(const uint8_t *p, size_t len, struct sbx_pty_info *st, struc
 	sbx_msgr_init(&r, p, len);
 	while ((rc = sbx_msgr_next(&r, &f)) == 1) {
 		int64_t v = 0;
-		if (f.tag != SBX_T_PTY_ID && f.tag >= SBX_T_PTY_ID && f.tag <= SBX_T_SESSION &&
-		    f.tag != SBX_T_TICKET && sbx_field_i64(&f, &v) != 0)
+		if (f.tag != SBX_T_PTY_ID && f.tag >= SBX_T_PTY_ID && f.tag <= SBX_T_BASE_ERR &&
+		    f.tag != SBX_T_SESSION && f.tag != SBX_T_TICKET && sbx_field_i64(&f, &v) != 0)
 			return bad(e, "a field that is not an integer");
 		if ((f.tag == SBX_T_PID || f.tag == SBX_T_CODE || f.tag == SBX_T_SIGNAL ||
 		     f.tag == SBX_T_OUTCOME) &&
@@ -76,13 +76,13 @@ int sbx_ptymsg_info(const uint8_t *p, size_t len, struct sbx_pty_info *st, struc
 		case SBX_T_HEAD:
 			st->head = v;
 			break;
-		case SBX_T_START:
+		case SBX_T_BASE:
 			st->base = v;
 			break;
 		case SBX_T_HEAD_ERR:
 			st->head_err = v;
 			break;
-		case SBX_T_START_ERR:
+		case SBX_T_BASE_ERR:
 			st->base_err = v;
 			break;
 		case SBX_T_HELD:
@@ -115,7 +115,11 @@ int sbx_ptymsg_info(const uint8_t *p, size_t len, struct sbx_pty_info *st, struc
 	for (int c = 0; c < 2; c++) {
 		int64_t h = c == 0 ? st->head : st->head_err, b = c == 0 ? st->base : st->base_err;
 		if (h < 0 || h > OFF_MAX || b < 0 || b > h || h - b > st->retain)
-			return bad(e, "offsets that do not fit the window");
+			return sbx_err_set(
+			        e, SBX_EPROTOCOL, 0,
+			        "the agent's pty answer: offsets that do not fit the window "
+			        "(channel %d: base %lld, head %lld, window %lld)",
+			        c + 1, (long long)b, (long long)h, (long long)st->retain);
 	}
 	return exit_fields(exited, outcome, code, sig, st, e);
 }

@@ -195,6 +195,8 @@ enum sbx_tag {
 	SBX_T_EXITED = 136,  /* the program has ended (then OUTCOME, CODE, SIGNAL) */
 	SBX_T_EVICTED = 137, /* STREAM result: another client took the session over */
 	SBX_T_SESSION = 138, /* LIST result: a nested message per session */
+	SBX_T_BASE = 139,    /* the oldest offset still retained (stdout) */
+	SBX_T_BASE_ERR = 140,
 };
 
 /* The direct socket: the token's size, and the byte the agent sends on the socket once it has taken

@@ -7,10 +7,11 @@
  * reaches the process group; a background process that escaped with setsid dies with the
  * session; a flooding `yes` does not hold back a ping.
  *
- * Shown able to fail: with the holder's window check in take_output removed (reading past an
- * attached client), cut_then_replay_exact got bytes missing in the middle; with the sweep in
- * hold_loop disabled, escaped_process_killed found the setsid sleep alive; with evict() a
- * no-op, takeover_evicts read on from the old stream. */
+ * Shown able to fail (the agent weakened, one change each): with the holder's window check in
+ * take_output removed (reading past an attached client), attached_reader_loses_nothing got
+ * bytes missing; with the killtree walk in sweep() disabled, escaped_process_killed never saw
+ * the session end (the setsid sleep kept it alive); with evict() a no-op, takeover_evicts read
+ * on from the old stream. */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -234,6 +235,45 @@ static void cut_then_replay_exact(void **state)
 	sbx_session_close(s);
 }
 
+/* An attached client that reads slowly loses nothing, even through a window far smaller than
+ * the output: the holder holds the program back instead of dropping unread bytes. */
+static void attached_reader_loses_nothing(void **state)
+{
+	(void)state;
+	enum { TOTAL = 12000000 };
+	static char want[TOTAL];
+	static uint8_t got[TOTAL];
+	const char line[] = "0123456789abcdefghijklmnopqrstuvwxyz\n";
+	for (size_t i = 0; i < TOTAL; i++)
+		want[i] = line[i % (sizeof line - 1)];
+	struct sbx_session *s = fixture_session("local");
+	struct sbx_pty_spec sp;
+	sbx_pty_spec_init(&sp);
+	sp.pipe = 1;
+	sp.command =
+	        "read x; yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 12000000; sleep 60";
+	sp.retain = 4096;
+	char id[SBX_PTY_ID_MAX];
+	spawn(s, &sp, id);
+	struct sbx_pty_attach_info ai;
+	struct sbx_err e;
+	struct sbx_pty *p = sbx_pty_attach(s, id, 0, 0, 0, &ai, &e);
+	if (p == NULL)
+		fail_e("attach", &e);
+	assert_int_equal(sbx_pty_write(p, "\n", 1, &e), 0);
+	/* Far more than the host's credit window and every buffer on the way, read slowly. */
+	for (size_t off = 0; off < TOTAL; off += 65536) {
+		size_t n = TOTAL - off < 65536 ? TOTAL - off : 65536;
+		read_exact(p, 1, got + off, n);
+		if (off % (65536 * 4) == 0)
+			fixture_pause_ms(10);
+	}
+	assert_memory_equal(got, want, TOTAL);
+	sbx_pty_detach(p);
+	close_pty(s, id);
+	sbx_session_close(s);
+}
+
 static void takeover_evicts(void **state)
 {
 	(void)state;
@@ -269,7 +309,6 @@ static void takeover_evicts(void **state)
 	sbx_pty_detach(a);
 	/* A detach gives the claim up: a plain attach works again. */
 	sbx_pty_detach(b);
-	fixture_pause_ms(100);
 	struct sbx_pty *c = sbx_pty_attach(s, id, 0, 0, 0, &ai, &e);
 	if (c == NULL)
 		fail_e("attach c after detach", &e);
@@ -345,7 +384,7 @@ static void resize_seen(void **state)
 	sbx_pty_spec_init(&sp);
 	sp.rows = 33;
 	sp.cols = 91;
-	sp.command = "trap 'echo winch' WINCH; stty size; while read l; do stty size; done";
+	sp.command = "trap 'echo winch' WINCH; stty size; while :; do read l && stty size; done";
 	char id[SBX_PTY_ID_MAX], buf[8192];
 	spawn(s, &sp, id);
 	struct sbx_pty_attach_info ai;
@@ -444,6 +483,7 @@ int main(void)
 	        cmocka_unit_test(resize_seen),
 	        cmocka_unit_test(escaped_process_killed),
 	        cmocka_unit_test(flood_leaves_ping_alone),
+	        cmocka_unit_test(attached_reader_loses_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown);
 }
