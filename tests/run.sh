@@ -195,6 +195,7 @@ checks "hostile archives (negative control: a weak placement's escapes are seen,
 echo "== images and the ns runner"
 checks "sandbox images (busybox x6, noshell, debian)" "$top/tests/images.sh" "$top/build/images"
 checks "ns runner: namespace sandboxes end to end (root)" "$top/tests/ns.sh" "$hostdir/sbx"
+checks "terminal sessions on ns + BusyBox (root)" "$top/tests/pty_ns.sh" "$hostdir/sbx"
 checks "sbx session: concurrent requests, events, cancel, many sandboxes (ns, root)" "$top/tests/session_conc.sh" "$hostdir/sbx"
 checks "ns runner: the boundary against a hostile root (negative control: --privileged)" \
 	"$top/tests/containment.sh" "$hostdir/sbx"
