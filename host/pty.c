@@ -222,6 +222,15 @@ int sbx_pty_close(struct sbx_session *s, const char *id, struct sbx_err *e)
 	return blocking(s, sbx_pty_close_async(s, id, e), e);
 }
 
+int sbx_pty_op_result(const struct sbx_op *op, struct sbx_err *e)
+{
+	if (op->result != SBX_OP_PTY_RESIZE && op->result != SBX_OP_PTY_SIGNAL &&
+	    op->result != SBX_OP_PTY_CLOSE)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "this %s is not a pty resize, signal or close",
+		                   sbx_op_name(op));
+	return result_of(op, op->result, e);
+}
+
 struct sbx_op *sbx_pty_list_async(struct sbx_session *s, struct sbx_err *e)
 {
 	if (sbx_session_error(s, e) != 0)
@@ -456,9 +465,11 @@ size_t sbx_pty_take(struct sbx_pty *p, int chan, void *buf, size_t cap, int *end
 		memcpy(buf, q->b + q->off, n);
 		q->off += n;
 		p->off[chan - 1] += (int64_t)n;
-		if (!sbx_op_done(p->op) && p->op->p != NULL && p->op->s != NULL)
+		/* Once the stream ended nothing is owed (and the session may be gone). */
+		if (!sbx_op_done(p->op) && p->op->p != NULL && p->op->s != NULL) {
 			sbx_engine_consumed(&p->op->s->eng, p->op->p, chan, n);
-		sbx_session_kick(p->s);
+			sbx_session_kick(p->s);
+		}
 		return n;
 	}
 	*ended = sbx_op_done(p->op);
@@ -510,27 +521,38 @@ ssize_t sbx_pty_read(struct sbx_pty *p, int chan, void *buf, size_t cap, double 
 	}
 }
 
+ssize_t sbx_pty_put(struct sbx_pty *p, const void *data, size_t len, struct sbx_err *e)
+{
+	if (sbx_op_done(p->op)) {
+		int code;
+		if (sbx_pty_end_status(p, &code, e) == 0)
+			sbx_err_set(e, SBX_EUSAGE, EPIPE, "the pty session's program has ended");
+		return -1;
+	}
+	ssize_t n = write(p->wfd, data, len);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n < 0) {
+		sbx_err_set(e, SBX_EUNAVAILABLE, errno, "pty input");
+		return -1;
+	}
+	return n;
+}
+
 int sbx_pty_write(struct sbx_pty *p, const void *data, size_t len, struct sbx_err *e)
 {
 	const uint8_t *b = data;
 	int64_t until = until_of(p, -1);
 	while (len > 0) {
-		if (sbx_op_done(p->op)) {
-			int code;
-			if (sbx_pty_end_status(p, &code, e) == 0)
-				sbx_err_set(e, SBX_EUSAGE, EPIPE,
-				            "the pty session's program has ended");
+		ssize_t n = sbx_pty_put(p, b, len, e);
+		if (n < 0)
 			return -1;
-		}
-		ssize_t n = write(p->wfd, b, len);
 		if (n > 0) {
 			b += n;
 			len -= (size_t)n;
 			sbx_session_step(p->s);
 			continue;
 		}
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
-			return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "pty input");
 		if (sbx_now_ns() >= until)
 			return sbx_err_set(e, SBX_EUNAVAILABLE, ETIMEDOUT,
 			                   "pty input not taken in time");

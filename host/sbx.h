@@ -675,7 +675,7 @@ int sbx_pty_status(struct sbx_session *s, const char *id, struct sbx_pty_info *s
 
 /* The terminal's new size (the program gets SIGWINCH); a named signal ("TERM", "SIGINT")
  * to the session's process group; the session ended (every process killed, the holder
- * gone). Each async form's result is sbx_op_status. */
+ * gone). Each async form's result is sbx_pty_op_result (the agent's answer judged). */
 struct sbx_op *sbx_pty_resize_async(struct sbx_session *s, const char *id, int rows, int cols,
                                     struct sbx_err *e);
 int sbx_pty_resize(struct sbx_session *s, const char *id, int rows, int cols, struct sbx_err *e);
@@ -683,6 +683,7 @@ struct sbx_op *sbx_pty_signal_async(struct sbx_session *s, const char *id, const
                                     struct sbx_err *e);
 int sbx_pty_signal(struct sbx_session *s, const char *id, const char *name, struct sbx_err *e);
 struct sbx_op *sbx_pty_close_async(struct sbx_session *s, const char *id, struct sbx_err *e);
+int sbx_pty_op_result(const struct sbx_op *op, struct sbx_err *e);
 int sbx_pty_close(struct sbx_session *s, const char *id, struct sbx_err *e);
 
 /* Every session of the sandbox (*out malloc'd, free() it). */
@@ -722,6 +723,9 @@ size_t sbx_pty_take(struct sbx_pty *p, int chan, void *buf, size_t cap, int *end
  * session lost (SBX_PTY_EVICTED when another client took it over). */
 ssize_t sbx_pty_read(struct sbx_pty *p, int chan, void *buf, size_t cap, double timeout_s,
                      struct sbx_err *e);
+/* Puts what of data the input pipe takes now, never waiting: the count (0: full, try after a
+ * step), or -1 with *e once the stream ended. */
+ssize_t sbx_pty_put(struct sbx_pty *p, const void *data, size_t len, struct sbx_err *e);
 /* Writes raw bytes to the program's input (waiting while the pipe to the stream is full). */
 int sbx_pty_write(struct sbx_pty *p, const void *data, size_t len, struct sbx_err *e);
 /* Waits until the program ended (its output drained into the buffers): its code. */
