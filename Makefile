@@ -225,6 +225,8 @@ $(B)/fuzz/fuzz_boot: FUZZ_EXTRA := runner/boot_dialog.c
 $(B)/fuzz/fuzz_boot: runner/boot_dialog.c runner/boot.h
 $(B)/fuzz/fuzz_inspect: FUZZ_EXTRA := runner/inspect.c -lm
 $(B)/fuzz/fuzz_inspect: runner/inspect.c runner/inspect.h
+$(B)/fuzz/fuzz_pty: FUZZ_EXTRA := host/ptymsg.c
+$(B)/fuzz/fuzz_pty: host/ptymsg.c host/ptymsg.h
 
 $(B)/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) $(SBX_CACHE)/host/.stamp
 	@mkdir -p $(@D)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "ptyctl.h"
 #include "sys.h"
 #include "xfer.h"
 
@@ -43,6 +44,7 @@ void sbx_job_kill(struct sbx_job *j)
 		close_fd(&j->fd_commit);
 		sbx_stdin_close(&j->in);
 		close_fd(&j->fd_out);
+		close_fd(&j->fd_err);
 		return;
 	}
 	if (!j->reaped)
@@ -128,6 +130,40 @@ int sbx_job_xfer(struct sbx_jobs *js, uint32_t stream, int upload, const uint8_t
 	nonblock(j->fd_commit);
 	j->linger_left_ns = 60 * 1000000000LL;
 	add(js, j, stream, c.fd_in, !upload);
+	return 0;
+}
+
+int sbx_job_pty(struct sbx_jobs *js, uint32_t stream, const uint8_t *req, size_t len,
+                struct sbx_err *e)
+{
+	if (js->n >= SBX_JOB_MAX)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "too many jobs running at once");
+	struct sbx_job *j = calloc(1, sizeof *j);
+	uint8_t *res = malloc(SBX_XFER_RES_MAX);
+	struct sbx_pty_relay c;
+	if (j == NULL || res == NULL) {
+		free(j);
+		free(res);
+		return sbx_err_set(e, SBX_ETRANSFER, ENOMEM, "pty stream");
+	}
+	if (sbx_ptyctl_stream(req, len, &c, e) != 0) {
+		free(j);
+		free(res);
+		return -1;
+	}
+	/* A transfer-like job: the relay child's RESPONSE comes on fd_res; a CANCEL closes its
+	 * pipes (a detach), it is never killed. */
+	j->start_ns = sbx_now_ns();
+	j->xfer = 1;
+	j->res = res;
+	j->pid = c.pid;
+	j->fd_out = c.fd_out;
+	j->fd_err = c.fd_err;
+	j->fd_res = c.fd_res;
+	j->fd_commit = -1;
+	nonblock(j->fd_res);
+	j->linger_left_ns = 1000000000LL;
+	add(js, j, stream, c.fd_in, 0);
 	return 0;
 }
 

@@ -65,6 +65,10 @@ int sbx_job_exec(struct sbx_jobs *js, uint32_t stream, const uint8_t *req, size_
 int sbx_job_xfer(struct sbx_jobs *js, uint32_t stream, int upload, const uint8_t *req, size_t len,
                  struct sbx_err *e);
 
+/* PTY_STREAM: a terminal session's output and input through a relay child (agent/ptyctl.h). */
+int sbx_job_pty(struct sbx_jobs *js, uint32_t stream, const uint8_t *req, size_t len,
+                struct sbx_err *e);
+
 /* COMMIT: hands the host's SHA-256 to the waiting upload child, which compares, then moves the
  * tree into place or discards it. The answer in w. */
 void sbx_job_commit(struct sbx_jobs *js, const uint8_t *req, size_t len, struct sbx_msgw *w);

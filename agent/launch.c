@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "pathexec.h"
@@ -82,6 +83,12 @@ _Noreturn static void child(const struct sbx_launch *sp, int st)
 		}
 	for (int i = 0; i < 3; i++)
 		dup2(fd[i], i);
+	/* A terminal session (agent/ptyhold.c): its stdin is the pty, made the controlling
+	 * terminal of the new session, so ^C, SIGWINCH and job control reach the program. */
+	if ((sp->flags & SBX_LAUNCH_CTTY) && ioctl(0, TIOCSCTTY, 0) != 0) {
+		send_rec(st, 'E', 'x', errno);
+		_exit(126);
+	}
 	/* Whatever the agent inherited without close-on-exec stays out of the command. */
 	sbx_close_from(3, 1);
 	if (sp->as != NULL) {

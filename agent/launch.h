@@ -23,6 +23,8 @@ char **sbx_launch_env(char *const *env, int env_clear, const char *marker);
 /* A switch the kernel refuses (EPERM: no CAP_SETUID in the sandbox) runs the command as the
  * agent's own user instead of failing; the result says so (the reference's exec_as_root). */
 #define SBX_LAUNCH_USER_FALLBACK 1
+/* The child's stdin is a pty slave: it becomes the new session's controlling terminal. */
+#define SBX_LAUNCH_CTTY 2
 
 struct sbx_launch {
 	char *const *argv;          /* argv[0] searched in env's PATH unless it holds a '/' */

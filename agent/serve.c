@@ -24,6 +24,7 @@
 #include "outq.h"
 #include "probe.h"
 #include "proto.h"
+#include "ptyctl.h"
 #include "splice.h"
 #include "stdin.h"
 #include "supctl.h"
@@ -76,8 +77,10 @@ static int start_job(struct serve *s, const struct sbx_frame *f, int64_t op, str
 {
 	struct sbx_err e;
 	int rc = op == SBX_OP_EXEC ? sbx_job_exec(&s->jobs, f->stream, f->payload, f->len, &e)
-	                           : sbx_job_xfer(&s->jobs, f->stream, op == SBX_OP_UPLOAD,
-	                                          f->payload, f->len, &e);
+	         : op == SBX_OP_PTY_STREAM
+	                 ? sbx_job_pty(&s->jobs, f->stream, f->payload, f->len, &e)
+	                 : sbx_job_xfer(&s->jobs, f->stream, op == SBX_OP_UPLOAD, f->payload,
+	                                f->len, &e);
 	if (rc == 0)
 		return 0;
 	sbx_msgw_error(w, e.cls, e.errnum, e.msg);
@@ -171,6 +174,15 @@ static const struct op ops[] = {
 	[SBX_OP_DIRECT]      = {NULL,                  offer_direct},
 	[SBX_OP_AUTH]        = {NULL,                  trust_request},
 	[SBX_OP_SETUP]       = {NULL,                  trust_request},
+	[SBX_OP_PTY_SPAWN]   = {sbx_ptyctl_spawn,      NULL},
+	[SBX_OP_PTY_ATTACH]  = {sbx_ptyctl_forward,    NULL},
+	[SBX_OP_PTY_STREAM]  = {NULL,                  start_job},
+	[SBX_OP_PTY_RESIZE]  = {sbx_ptyctl_forward,    NULL},
+	[SBX_OP_PTY_SIGNAL]  = {sbx_ptyctl_forward,    NULL},
+	[SBX_OP_PTY_STATUS]  = {sbx_ptyctl_forward,    NULL},
+	[SBX_OP_PTY_DETACH]  = {sbx_ptyctl_forward,    NULL},
+	[SBX_OP_PTY_CLOSE]   = {sbx_ptyctl_forward,    NULL},
+	[SBX_OP_PTY_LIST]    = {sbx_ptyctl_list,       NULL},
 };
 // clang-format on
 

@@ -135,13 +135,14 @@ int sbx_engine_request(struct sbx_engine *g, struct sbx_stream *p, const uint8_t
                        struct sbx_err *e)
 {
 	if (p->kind == SBX_STREAM_JOB) {
-		/* Which output channels the job may use: a command both, a download its archive on
-		 * stdout, an upload none. */
+		/* Which output channels the job may use: a command and a terminal session's stream
+		 * both, a download its archive on stdout, an upload none. */
 		struct sbx_field of;
 		int64_t op = 0;
 		if (sbx_msg_find(req, len, SBX_T_OP, &of) == 1)
 			sbx_field_i64(&of, &op);
-		p->out_chans = op == SBX_OP_EXEC       ? 1u << SBX_CH_STDOUT | 1u << SBX_CH_STDERR
+		p->out_chans = op == SBX_OP_EXEC || op == SBX_OP_PTY_STREAM
+		                       ? 1u << SBX_CH_STDOUT | 1u << SBX_CH_STDERR
 		               : op == SBX_OP_DOWNLOAD ? 1u << SBX_CH_STDOUT
 		                                       : 0;
 		for (int c = 0; c < SBX_CH_COUNT; c++)

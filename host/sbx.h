@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "err.h"
 
@@ -621,5 +622,120 @@ struct sbx_shval {
 /* Bash source assigning each value, every word single-quoted, for sandbox runners that cannot
  * parse JSON. malloc'd; NULL with *e for a bad name or an odd map. */
 char *sbx_shell_assignments(const struct sbx_shval *v, size_t n, struct sbx_err *e);
+
+/* ---- terminal sessions that live in the sandbox (docs/pty.md) --------------------------
+ *
+ * A session runs one program on a new pty (or on pipes: stdout and stderr apart) under a
+ * holder process in the sandbox that outlives the connection. Its output is retained in a
+ * window (1 MiB by default) addressed by absolute byte offsets; one client at a time holds it
+ * (attach, with takeover evicting the holder, whose reads then fail with SBX_PTY_EVICTED as
+ * errnum); when the program ends every process of the session is killed. Every answer of the
+ * agent is checked (ids, offsets, codes, counts) before it is believed. */
+#define SBX_PTY_ID_MAX 17   /* 16 hex digits and a NUL */
+#define SBX_PTY_EVICTED 103 /* ECONNABORTED: another client took the session over */
+
+struct sbx_pty_spec {
+	const char *command; /* runs under /bin/sh -c; or */
+	char *const *argv;   /* an argv (PATH search); both NULL: /bin/sh itself */
+	char *const *env;    /* "K=V" over the agent's environment */
+	int env_clear;
+	const char *cwd;
+	const char *user; /* name or uid; NULL: root */
+	int rows, cols;   /* the terminal's size (24x80 when 0) */
+	int pipe;         /* 1: pipe mode, no terminal */
+	size_t retain;    /* retained bytes per channel (0: 1 MiB; 4 KiB..64 MiB) */
+};
+void sbx_pty_spec_init(struct sbx_pty_spec *sp);
+
+struct sbx_pty_info {
+	char id[SBX_PTY_ID_MAX];
+	int pipe;
+	int64_t pid, retain;
+	int64_t head, base;         /* stdout (the terminal): bytes ever written, oldest held */
+	int64_t head_err, base_err; /* stderr (pipe mode) */
+	int held;                   /* a client holds it */
+	int exited, code, signal;   /* the program's end: code (128+signal when signal) */
+};
+
+/* What an attach found: where the replay of each channel starts and how many of the bytes
+ * asked for (from `since`) had already left the window. */
+struct sbx_pty_attach_info {
+	int64_t start, lost, start_err, lost_err;
+	struct sbx_pty_info st;
+	uint8_t ticket[16];
+};
+
+struct sbx_op *sbx_pty_spawn_async(struct sbx_session *s, const struct sbx_pty_spec *sp,
+                                   struct sbx_err *e);
+int sbx_pty_spawn_result(const struct sbx_op *op, char id[SBX_PTY_ID_MAX], struct sbx_err *e);
+int sbx_pty_spawn(struct sbx_session *s, const struct sbx_pty_spec *sp, char id[SBX_PTY_ID_MAX],
+                  struct sbx_err *e);
+
+struct sbx_op *sbx_pty_status_async(struct sbx_session *s, const char *id, struct sbx_err *e);
+int sbx_pty_status_result(const struct sbx_op *op, struct sbx_pty_info *st, struct sbx_err *e);
+int sbx_pty_status(struct sbx_session *s, const char *id, struct sbx_pty_info *st,
+                   struct sbx_err *e);
+
+/* The terminal's new size (the program gets SIGWINCH); a named signal ("TERM", "SIGINT")
+ * to the session's process group; the session ended (every process killed, the holder
+ * gone). Each async form's result is sbx_pty_op_result (the agent's answer judged). */
+struct sbx_op *sbx_pty_resize_async(struct sbx_session *s, const char *id, int rows, int cols,
+                                    struct sbx_err *e);
+int sbx_pty_resize(struct sbx_session *s, const char *id, int rows, int cols, struct sbx_err *e);
+struct sbx_op *sbx_pty_signal_async(struct sbx_session *s, const char *id, const char *name,
+                                    struct sbx_err *e);
+int sbx_pty_signal(struct sbx_session *s, const char *id, const char *name, struct sbx_err *e);
+struct sbx_op *sbx_pty_close_async(struct sbx_session *s, const char *id, struct sbx_err *e);
+int sbx_pty_op_result(const struct sbx_op *op, struct sbx_err *e);
+int sbx_pty_close(struct sbx_session *s, const char *id, struct sbx_err *e);
+
+/* Every session of the sandbox (*out malloc'd, free() it). */
+struct sbx_op *sbx_pty_list_async(struct sbx_session *s, struct sbx_err *e);
+int sbx_pty_list_result(const struct sbx_op *op, struct sbx_pty_info **out, size_t *n,
+                        struct sbx_err *e);
+int sbx_pty_list(struct sbx_session *s, struct sbx_pty_info **out, size_t *n, struct sbx_err *e);
+
+/* Claims the session (takeover: evicting its holder; without, a held session fails with
+ * EBUSY), replaying stdout from since and stderr from since_err (0: all that is retained). */
+struct sbx_op *sbx_pty_attach_async(struct sbx_session *s, const char *id, int takeover,
+                                    int64_t since, int64_t since_err, struct sbx_err *e);
+int sbx_pty_attach_result(const struct sbx_op *op, struct sbx_pty_attach_info *ai,
+                          struct sbx_err *e);
+
+/* A claimed session's live stream: output buffered as it comes (the agent's credit returned
+ * as it is read, so memory stays bounded), input written in order. Starting never blocks;
+ * sbx_pty_op is the stream's operation, done when the session's output ended (the program
+ * exited), the holder was evicted or went away. */
+struct sbx_pty;
+struct sbx_pty *sbx_pty_open(struct sbx_session *s, const char *id,
+                             const struct sbx_pty_attach_info *ai, struct sbx_err *e);
+/* Attach and open, waited for. */
+struct sbx_pty *sbx_pty_attach(struct sbx_session *s, const char *id, int takeover, int64_t since,
+                               int64_t since_err, struct sbx_pty_attach_info *ai,
+                               struct sbx_err *e);
+struct sbx_op *sbx_pty_op(const struct sbx_pty *p);
+/* Bytes of chan (1 stdout or the terminal, 2 stderr) buffered now, and the offset of the
+ * next one to read. */
+size_t sbx_pty_buffered(const struct sbx_pty *p, int chan);
+int64_t sbx_pty_offset(const struct sbx_pty *p, int chan);
+/* Takes what chan has buffered, without blocking: its count, 0 when none (then *ended says
+ * whether more can come). */
+size_t sbx_pty_take(struct sbx_pty *p, int chan, void *buf, size_t cap, int *ended);
+/* Reads chan, waiting (stepping the session) up to timeout_s (< 0: the session's timeout):
+ * the count; 0 when the program ended and chan is drained; -1 with *e: ETIMEDOUT, or the
+ * session lost (SBX_PTY_EVICTED when another client took it over). */
+ssize_t sbx_pty_read(struct sbx_pty *p, int chan, void *buf, size_t cap, double timeout_s,
+                     struct sbx_err *e);
+/* Puts what of data the input pipe takes now, never waiting: the count (0: full, try after a
+ * step), or -1 with *e once the stream ended. */
+ssize_t sbx_pty_put(struct sbx_pty *p, const void *data, size_t len, struct sbx_err *e);
+/* Writes raw bytes to the program's input (waiting while the pipe to the stream is full). */
+int sbx_pty_write(struct sbx_pty *p, const void *data, size_t len, struct sbx_err *e);
+/* Waits until the program ended (its output drained into the buffers): its code. */
+int sbx_pty_wait_exit(struct sbx_pty *p, double timeout_s, int *code, struct sbx_err *e);
+/* How the stream ended once its op is done: 0 with *code (the program ended), or -1 with *e. */
+int sbx_pty_end_status(const struct sbx_pty *p, int *code, struct sbx_err *e);
+/* Lets go: the stream ends, the session lives on (its claim given up). Frees p. */
+void sbx_pty_detach(struct sbx_pty *p);
 
 #endif

@@ -42,6 +42,17 @@ enum sbx_opcode {
 	/* trust (agent/keeper.h, shared/trust.h) */
 	SBX_OP_AUTH = 24,  /* prove the sandbox's keeper holds the secret: MAC of a nonce */
 	SBX_OP_SETUP = 25, /* give the sandbox its secret, once (KEEP 1: to a keeper for good) */
+
+	/* terminal sessions held in the sandbox (agent/ptyhold.c, agent/ptyctl.c, docs/pty.md) */
+	SBX_OP_PTY_SPAWN = 30,  /* start a program on a new pty (or pipes) under a holder */
+	SBX_OP_PTY_ATTACH = 31, /* claim a session (takeover), the replay's start and loss */
+	SBX_OP_PTY_STREAM = 32, /* a job: the claimed session's output and input, live */
+	SBX_OP_PTY_RESIZE = 33,
+	SBX_OP_PTY_SIGNAL = 34, /* a named signal to the session's process group */
+	SBX_OP_PTY_STATUS = 35, /* offsets, holder, exit status */
+	SBX_OP_PTY_DETACH = 36, /* give up the claim (the session lives on) */
+	SBX_OP_PTY_CLOSE = 37,  /* end the session: every process of it killed, the holder gone */
+	SBX_OP_PTY_LIST = 38,
 };
 
 /* Capability bits in HELLO. */
@@ -163,6 +174,29 @@ enum sbx_tag {
 	SBX_T_NONCE = 112,  /* AUTH: the host's challenge; SUP_RUN: the run's nonce (16 bytes) */
 	SBX_T_MAC = 113,    /* AUTH result; SUP_RUN: the host's MAC, the request's last field */
 	SBX_T_KEEP = 114,   /* SETUP: 1 the keeper holds it for good, 0 this session only */
+
+	/* terminal sessions (docs/pty.md) */
+	SBX_T_PTY_ID = 120, /* the session's id: 16 lowercase hex digits */
+	SBX_T_ROWS = 121,
+	SBX_T_COLS = 122,
+	SBX_T_PIPE = 123,   /* 1: pipe mode (stdout and stderr apart, no terminal) */
+	SBX_T_RETAIN = 124, /* bytes of output retained per channel */
+	SBX_T_TAKEOVER = 125,
+	SBX_T_SINCE = 126,     /* ATTACH: replay stdout (the terminal) from this offset */
+	SBX_T_SINCE_ERR = 127, /* ATTACH: replay stderr (pipe mode) from this offset */
+	SBX_T_TICKET = 128,    /* ATTACH result, STREAM and DETACH: the claim, 16 bytes */
+	SBX_T_START = 129,     /* the offset the replay starts at (stdout) */
+	SBX_T_LOST = 130,      /* bytes asked for that had left the window (stdout) */
+	SBX_T_START_ERR = 131,
+	SBX_T_LOST_ERR = 132,
+	SBX_T_HEAD = 133, /* bytes ever written (stdout) */
+	SBX_T_HEAD_ERR = 134,
+	SBX_T_HELD = 135,    /* a client holds the session */
+	SBX_T_EXITED = 136,  /* the program has ended (then OUTCOME, CODE, SIGNAL) */
+	SBX_T_EVICTED = 137, /* STREAM result: another client took the session over */
+	SBX_T_SESSION = 138, /* LIST result: a nested message per session */
+	SBX_T_BASE = 139,    /* the oldest offset still retained (stdout) */
+	SBX_T_BASE_ERR = 140,
 };
 
 /* The direct socket: the token's size, and the byte the agent sends on the socket once it has taken
@@ -171,6 +205,16 @@ enum sbx_tag {
 #define SBX_DIRECT_ACK 0x5a
 /* The direct socket's folder: this name and 6 of [A-Za-z0-9] in one of SBX_SANDBOX_DIRS. */
 #define SBX_DIRECT_PREFIX ".sbx-direct-"
+
+/* Terminal sessions (docs/pty.md): the holders' folder in the first of SBX_SANDBOX_DIRS that
+ * takes it, an id's length, the retained window's default and bounds, the most sessions. */
+#define SBX_PTY_DIR ".sbx-pty"
+#define SBX_PTY_ID_LEN 16
+#define SBX_PTY_TICKET_LEN 16
+#define SBX_PTY_RETAIN_DEFAULT (1024u * 1024u)
+#define SBX_PTY_RETAIN_MIN 4096u
+#define SBX_PTY_RETAIN_MAX (64u * 1024u * 1024u)
+#define SBX_PTY_MAX 256
 
 /* The folders of a sandbox where sbx writes, in the order they are tried; agent and host hold
  * the same list (the host checks what the agent says against it). One string of absolute

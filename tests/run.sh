@@ -195,6 +195,7 @@ checks "hostile archives (negative control: a weak placement's escapes are seen,
 echo "== images and the ns runner"
 checks "sandbox images (busybox x6, noshell, debian)" "$top/tests/images.sh" "$top/build/images"
 checks "ns runner: namespace sandboxes end to end (root)" "$top/tests/ns.sh" "$hostdir/sbx"
+checks "terminal sessions on ns + BusyBox (root)" "$top/tests/pty_ns.sh" "$hostdir/sbx"
 checks "sbx session: concurrent requests, events, cancel, many sandboxes (ns, root)" "$top/tests/session_conc.sh" "$hostdir/sbx"
 checks "ns runner: limits under load (fork bomb, memory hog, disk filler, CPU burner; negative control: no limits)" \
 	"$top/tests/pressure.sh" "$hostdir/sbx"

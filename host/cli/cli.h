@@ -94,6 +94,7 @@ extern const struct cli_cmd cli_upload_dir, cli_download_dir, cli_upload_path, /
 extern const struct cli_cmd cli_run, cli_stop, cli_expire, cli_attach, cli_output, /* sup.c */
         cli_receipt, cli_rearm, cli_close;
 extern const struct cli_cmd cli_rollout;            /* rollout.c */
+extern const struct cli_cmd cli_pty;                /* pty.c */
 extern const struct cli_cmd cli_sandbox, cli_image; /* sandbox.c: groups */
 
 /* parse_argv of a command without operands (hello, ping). */

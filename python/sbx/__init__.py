@@ -5,6 +5,7 @@ from .errors import (SandboxProbeError, SandboxProtocolError, SandboxTransferErr
                      SandboxUnavailableError, SandboxUsageError, SbxError)
 from .providers import (AsyncSandbox, SandboxCreateError, SandboxCreateVerificationError,
                         SandboxEndpoint, SandboxExecResult, SandboxHandle, SandboxResources,
-                        SandboxSpec, SandboxStatus, SbxProvider)
+                        SandboxPtySpec, SandboxSpec, SandboxStatus, SbxProvider)
+from .pty import PtySession, SandboxPtyError
 
 __version__ = _lib_handle.sbx_version().decode()

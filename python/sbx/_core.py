@@ -76,6 +76,7 @@ class Connection:
         self._timer = None
         self._timer_at = None
         self._closed = False
+        self._wakers = set()  # futures of readers waiting for the next step (sbx.pty)
         self._fds = (_lib.PollFd * MAX_FDS)()
         self._deadline = c_int64()
 
@@ -120,6 +121,7 @@ class Connection:
             if not fut.done():
                 fut.set_exception(SandboxUnavailableError("the connection was closed"))
         self._ops.clear()
+        self._wake()
         ptr, self._s = self._s, None
         await self._loop.run_in_executor(None, lib.sbx_session_close, ptr)
         self._orphans.clear()
@@ -189,7 +191,14 @@ class Connection:
             entry = self._ops.pop(lib.sbx_op_tag(op), None)
             if entry is not None and not entry[0].done():
                 entry[0].set_result(op)
+        self._wake()
         self._arm()
+
+    def _wake(self):
+        for fut in self._wakers:
+            if not fut.done():
+                fut.set_result(None)
+        self._wakers.clear()
 
     async def run(self, op, keep, err, what, timeout_s=None):
         """Awaits op (an _async call's result); returns it, ended, for its _result reader.

@@ -287,3 +287,42 @@ STRUCTS["sbx_shval"] = ShVal
 _proto("sbx_shell_assignments", c_void_p, POINTER(ShVal), c_size_t, POINTER(Err))
 _proto("sbx_run_rearm_async", OP, S, c_char_p, POINTER(Err))
 _proto("sbx_run_close_async", OP, S, c_char_p, POINTER(Err))
+
+
+# ---- terminal sessions (host/sbx.h, docs/pty.md) ----
+
+class PtySpec(Structure):
+    _fields_ = [("command", c_char_p), ("argv", POINTER(c_char_p)), ("env", POINTER(c_char_p)),
+                ("env_clear", c_int), ("cwd", c_char_p), ("user", c_char_p), ("rows", c_int),
+                ("cols", c_int), ("pipe", c_int), ("retain", c_size_t)]
+
+
+class PtyInfo(Structure):
+    _fields_ = [("id", c_char * 17), ("pipe", c_int), ("pid", c_int64), ("retain", c_int64),
+                ("head", c_int64), ("base", c_int64), ("head_err", c_int64),
+                ("base_err", c_int64), ("held", c_int), ("exited", c_int), ("code", c_int),
+                ("signal", c_int)]
+
+
+class PtyAttachInfo(Structure):
+    _fields_ = [("start", c_int64), ("lost", c_int64), ("start_err", c_int64),
+                ("lost_err", c_int64), ("st", PtyInfo), ("ticket", c_uint8 * 16)]
+
+
+STRUCTS.update({"sbx_pty_spec": PtySpec, "sbx_pty_info": PtyInfo,
+                "sbx_pty_attach_info": PtyAttachInfo})
+PTY = c_void_p  # struct sbx_pty *
+_proto("sbx_pty_spawn_async", OP, S, POINTER(PtySpec), E)
+_proto("sbx_pty_spawn_result", c_int, OP, c_char_p, E)
+_proto("sbx_pty_attach_async", OP, S, c_char_p, c_int, c_int64, c_int64, E)
+_proto("sbx_pty_attach_result", c_int, OP, POINTER(PtyAttachInfo), E)
+_proto("sbx_pty_open", PTY, S, c_char_p, POINTER(PtyAttachInfo), E)
+_proto("sbx_pty_op", OP, PTY)
+_proto("sbx_pty_take", c_size_t, PTY, c_int, c_void_p, c_size_t, POINTER(c_int))
+_proto("sbx_pty_put", ctypes.c_ssize_t, PTY, c_char_p, c_size_t, E)
+_proto("sbx_pty_end_status", c_int, PTY, POINTER(c_int), E)
+_proto("sbx_pty_detach", None, PTY)
+_proto("sbx_pty_resize_async", OP, S, c_char_p, c_int, c_int, E)
+_proto("sbx_pty_signal_async", OP, S, c_char_p, c_char_p, E)
+_proto("sbx_pty_close_async", OP, S, c_char_p, E)
+_proto("sbx_pty_op_result", c_int, OP, E)

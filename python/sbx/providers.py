@@ -21,6 +21,7 @@ from ctypes import byref
 from typing import Any, Mapping
 
 from . import _lib
+from . import pty as _pty
 from ._core import Connection
 from ._lib import lib
 from .errors import (SandboxProbeError, SandboxTransferError, SandboxUnavailableError,
@@ -545,3 +546,42 @@ class AsyncSandbox:
 
     async def __aexit__(self, *exc):
         await self.close()
+
+
+# ---- terminal sessions (the reference's SupportsSandboxPty and SupportsSandboxPtyAttach) ----
+
+@dataclasses.dataclass
+class SandboxPtySpec:
+    """Interactive PTY session request: command under /bin/sh -c (None: the shell itself);
+    pty=False selects pipe mode (stdout and stderr apart, rows/cols ignored)."""
+
+    command: str | None = None
+    cwd: str | None = None
+    env: dict[str, str] | None = None
+    rows: int = 24
+    cols: int = 80
+    user: str | int | None = None
+    pty: bool = True
+
+
+async def _create_pty(self, handle: SandboxHandle, spec: SandboxPtySpec):
+    """A new terminal session held in the sandbox (docs/pty.md): a PtySession, attached."""
+    raw = self._raw(handle)
+    env = dict(raw.env)
+    env.update(spec.env or {})
+    conn = await self._conn(handle)
+    return await _pty.spawn(conn, command=spec.command, cwd=spec.cwd or raw.workdir, env=env,
+                            user=spec.user, rows=spec.rows, cols=spec.cols, pty=spec.pty)
+
+
+async def _attach_pty(self, handle: SandboxHandle, session_id: str, takeover: bool = True,
+                      since: int | None = None):
+    """Re-attaches to a session by id: takeover evicts its holder (whose reads then raise
+    SandboxPtyError); since replays from that byte offset (0: all that is retained)."""
+    self._raw(handle)
+    conn = await self._conn(handle)
+    return await _pty.attach(conn, session_id, takeover=takeover, since=since)
+
+
+SbxProvider.create_pty = _create_pty
+SbxProvider.attach_pty = _attach_pty
