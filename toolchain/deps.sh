@@ -11,7 +11,7 @@ pkgs=(
 	gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf gcc-i686-linux-gnu
 	gcc-powerpc64le-linux-gnu gcc-s390x-linux-gnu gcc-riscv64-linux-gnu
 	qemu-user-static libcmocka-dev clang llvm libclang-rt-14-dev busybox-static debootstrap python3 python3-pytest python3-pytest-asyncio
-	podman runc docker.io openssh-server openssh-client procps
+	podman runc docker.io openssh-server openssh-client procps tmux
 )
 for a in $foreign; do pkgs+=("musl-dev:$a"); done
 
