@@ -341,6 +341,8 @@ static void pty_data(struct sbx_op *op, void *ctx, int ch, const uint8_t *b, siz
 		return;
 	}
 	struct chanbuf *q = &c->ch[ch - 1];
+	if (n == 0) /* an empty frame: nothing to keep (and no buffer yet, maybe) */
+		return;
 	if (c->gone) {
 		sbx_engine_consumed(&op->s->eng, op->p, ch, n);
 		return;
@@ -348,10 +350,13 @@ static void pty_data(struct sbx_op *op, void *ctx, int ch, const uint8_t *b, siz
 	if (q->off > 0 && q->off == q->len)
 		q->off = q->len = 0;
 	if (q->len + n > q->cap) {
-		/* Compact, then grow: never past the credit the host granted, which bounds it. */
-		memmove(q->b, q->b + q->off, q->len - q->off);
-		q->len -= q->off;
-		q->off = 0;
+		/* Compact, then grow: never past the credit the host granted, which bounds it. The
+		 * first chunk finds no buffer (memmove of NULL is undefined even for 0 bytes). */
+		if (q->off > 0) {
+			memmove(q->b, q->b + q->off, q->len - q->off);
+			q->len -= q->off;
+			q->off = 0;
+		}
 		if (q->len + n > q->cap) {
 			size_t cap = q->cap ? q->cap : 65536;
 			while (cap < q->len + n)
