@@ -155,6 +155,45 @@ class PtySession:
             except SbxError:
                 pass  # the connection is gone: the holder ends it after an hour idle
 
+    async def run_detached(self, command, poll_interval_s=15.0):
+        """Runs command (under /bin/sh -c) in a terminal session of its own, holding the
+        connection only for brief polls: between them nothing is attached and the holder keeps
+        the output in its window (1 MiB). Returns (the merged output, the exit code, or None
+        when a signal ended it). Output past the window raises SandboxPtyError, never
+        returned truncated."""
+        conn = self._conn
+        s = await spawn(conn, command=command)
+        sid = s.session_id
+        lib.sbx_pty_detach(s._p)  # the session lives on; its output stays in the window
+        s._p, s.closed = None, True
+        conn._step()
+        try:
+            while True:
+                st = await status(conn, sid)
+                if st.base > 0:
+                    raise SandboxPtyError("run_detached: %d bytes of output left the %d-byte "
+                                          "window" % (st.base, st.retain))
+                if st.exited:
+                    break
+                await asyncio.sleep(poll_interval_s)
+            t = await attach(conn, sid, takeover=True, since=0)
+            if t.lost:
+                raise SandboxPtyError("run_detached: %d bytes of output lost" % t.lost)
+            out = bytearray()
+            async for chunk in t:
+                out += chunk
+            t.closed = True
+            lib.sbx_pty_detach(t._p)
+            t._p = None
+            return bytes(out), (None if st.signal else st.code)
+        finally:
+            try:
+                await conn.call(lambda e: lib.sbx_pty_close_async(conn._s, _lib.enc(sid),
+                                                                  byref(e)),
+                                _control_result, "close")
+            except SbxError:
+                pass  # the connection is gone: the holder ends it after an hour idle
+
     async def __aenter__(self):
         return self
 
@@ -198,6 +237,19 @@ async def spawn(conn, command=None, argv=None, cwd=None, env=None, user=None, ro
         await conn.call(lambda e: lib.sbx_pty_close_async(conn._s, _lib.enc(sid), byref(e)),
                         _control_result, "close")
         raise
+
+
+async def status(conn, session_id):
+    """The session's state as the holder reports it (checked by libsbx): a PtyInfo."""
+    st = _lib.PtyInfo()
+    sid = _lib.enc(session_id)
+
+    def result(op, e):
+        return None if lib.sbx_pty_status_result(op, byref(st), byref(e)) == 0 else _FAILED
+
+    await conn.call(lambda e: lib.sbx_pty_status_async(conn._s, sid, byref(e)), result,
+                    "pty status %s" % session_id)
+    return st
 
 
 async def attach(conn, session_id, takeover=True, since=None, created=False):

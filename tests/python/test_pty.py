@@ -69,3 +69,21 @@ async def test_pipe_mode(provider, sandbox):
         assert await s.read() == b""
         chunks = [c async for c in s]
         assert chunks == []
+
+
+async def test_run_detached(provider, sandbox):
+    """run_detached: the merged output and the code; None for a signal's end; output past the
+    window raises. Shown able to fail: with run_detached's two checks (the window's base
+    while polling, the attach's loss) removed, the 2 MB run returned its last MiB as if it
+    were all."""
+    s = await provider.create_pty(sandbox.handle, SandboxPtySpec())
+    async with s:
+        out, code = await s.run_detached("echo out-$((6*7)); sleep 0.3; echo err >&2; exit 3",
+                                         poll_interval_s=0.1)
+        assert (b"out-42" in out, b"err" in out, code) == (True, True, 3), (out, code)
+        out, code = await s.run_detached("kill -9 $$", poll_interval_s=0.1)
+        assert code is None, (out, code)
+        with pytest.raises(SandboxPtyError) as lost:
+            await s.run_detached("head -c 2000000 /dev/zero | tr '\\0' a; sleep 1",
+                                 poll_interval_s=0.2)
+        assert "left the" in str(lost.value) or "lost" in str(lost.value)
