@@ -238,7 +238,7 @@ $(B)/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) $(SBX_CACHE)/host/.stamp
 # ---- targets -----------------------------------------------------------------------------
 
 .PHONY: all agents host check size clean distclean format fuzz bench-session bench-python install-python bench-supervise \
-	bench-sha256 bench-transfer bench-runners bench-scale FORCE
+	bench-sha256 bench-transfer bench-runners bench-scale bench-pty FORCE
 all: agents host
 agents: $(AGENTS)
 host: $(HOST)
@@ -274,6 +274,9 @@ install-python: $(HOST) $(AGENTS)
 	printf 'LIB = %s\nAGENT_DIR = %s\n' "'$(abspath $(H)/libsbx.so)'" \
 		"'$(abspath $(B)/agent)'" >"$$d/sbx/_installed.py" && \
 	echo "  installed $$d/sbx (libsbx: $(abspath $(H)/libsbx.so))"
+
+bench-pty: $(AGENTS) $(B)/host/sbx $(B)/bench/bench_pty images
+	SBX_AGENT_DIR=$(abspath $(B)/agent) tests/bench/pty.sh $(B)/host/sbx $(B)/bench/bench_pty
 
 bench-scale: $(AGENTS) $(B)/host/sbx $(B)/bench/bench_scale images
 	SBX_AGENT_DIR=$(abspath $(B)/agent) SBX=$(abspath $(B)/host/sbx) $(B)/bench/bench_scale
