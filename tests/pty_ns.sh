@@ -7,7 +7,7 @@
 # - `sbx pty` in tmux (a real terminal): commands typed and read with capture-pane, `stty size`
 #   before and after `tmux resize-window`, the detach key, `sbx pty ls`, reattach with the
 #   replay, the exit status, the terminal's modes (stty -g) the same after sbx ends and after
-#   sbx is killed with SIGTERM. Shown able to fail: with restore() a no-op in host/cli/pty.c the
+#   sbx is killed with SIGTERM; BusyBox vi editing and saving a file. Shown able to fail: with restore() a no-op in host/cli/pty.c the
 #   modes check failed (the terminal stayed raw).
 . "$(dirname "$0")/lib/suite.sh"
 suite_begin root
@@ -70,6 +70,20 @@ grep -q "^$id  pty   no .*exited 5" <<<"$($run ls)" || die "pty ls after the exi
 $run close "$id"
 ! grep -q "^$id" <<<"$($run ls)" || die "pty close left $id"
 ok "sbx pty --attach: the replay, the size of the attaching terminal, the exit status, pty close"
+
+# BusyBox vi through sbx pty: insert two lines, leave insert mode, :wq; the file's bytes are
+# exactly what was typed. Shown able to fail: with the Escape sent as the text "Escape " vi
+# stayed in insert mode and the check failed (no EXIT=0).
+tmux kill-session -t "$t"
+tmux new-session -d -s "$t" -x 90 -y 25 "$run -- vi /tmp/edited; echo EXIT=\$?; sleep 60"
+waitfor "/tmp/edited"
+tmux send-keys -t "$t" i 'typed in vi' Enter 'line two' Escape
+sleep 0.3
+tmux send-keys -t "$t" ':wq' Enter
+waitfor "EXIT=0"
+"$sbx" --runner "ns:$n" exec -- cat /tmp/edited >"$w/edited" || die "read vi's file"
+printf 'typed in vi\nline two\n' | cmp -s - "$w/edited" || die "vi's file: $(od -c "$w/edited")"
+ok "BusyBox vi through sbx pty: typed, :wq, the file holds exactly the two lines"
 
 tmux kill-session -t "$t"
 tmux new-session -d -s "$t" -x 90 -y 25 "stty -g >$w/before; $run; echo EXIT=\$?; stty -g >$w/after; sleep 60"
