@@ -459,6 +459,38 @@ static void escaped_process_killed(void **state)
 	sbx_session_close(s);
 }
 
+/* user, cwd and env as for exec: the program runs as uid 65534 in /tmp with K set. Shown able
+ * to fail: with the spec's cwd not passed to the launch, "/tmp" was "/". */
+static void user_cwd_env(void **state)
+{
+	(void)state;
+	struct sbx_session *s = fixture_session(runner());
+	struct sbx_pty_spec sp;
+	sbx_pty_spec_init(&sp);
+	sp.pipe = 1;
+	sp.command = "id -u; pwd; echo \"$K\"";
+	sp.user = "65534";
+	sp.cwd = "/tmp";
+	sp.env = (char *[]){"K=v w", NULL};
+	char id[SBX_PTY_ID_MAX], buf[256];
+	spawn(s, &sp, id);
+	struct sbx_pty_attach_info ai;
+	struct sbx_err e;
+	struct sbx_pty *p = sbx_pty_attach(s, id, 0, 0, 0, &ai, &e);
+	if (p == NULL)
+		fail_e("attach", &e);
+	size_t n = read_until(p, 1, "v w\n", buf, sizeof buf);
+	buf[n] = '\0';
+	assert_string_equal(buf, "65534\n/tmp\nv w\n");
+	int code = -1;
+	if (sbx_pty_wait_exit(p, 10, &code, &e) != 0)
+		fail_e("wait_exit", &e);
+	assert_int_equal(code, 0);
+	sbx_pty_detach(p);
+	close_pty(s, id);
+	sbx_session_close(s);
+}
+
 struct capture {
 	char *buf;
 	size_t cap, len;
@@ -554,6 +586,7 @@ int main(void)
 	        cmocka_unit_test(escaped_process_killed),
 	        cmocka_unit_test(flood_leaves_ping_alone),
 	        cmocka_unit_test(attached_reader_loses_nothing),
+	        cmocka_unit_test(user_cwd_env),
 	};
 	return cmocka_run_group_tests(tests, NULL, teardown);
 }
