@@ -96,6 +96,7 @@ hexkey() { od -An -tx1 -v "$1" | tr -d ' \n'; }
 
 both hello "hello" '{"op":"hello"}' hello
 both ping "ping" '{"op":"ping"}' ping
+both pty_ls "pty ls" '{"op":"pty_ls"}' pty ls
 both kind "kind" '{"op":"kind","path":"'"$w"'/src/sub"}' kind "$w/src/sub"
 both remote_kind "kind as remote_kind (present)" '{"op":"remote_kind","path":"'"$w"'/src/f"}' \
 	kind "$w/src/f"

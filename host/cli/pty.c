@@ -26,6 +26,8 @@ struct pty_call {
 	int takeover;
 	int rows, cols, pipe;
 	char **argv;
+	struct sbx_pty_info *list; /* pty ls: the sessions, for print */
+	size_t nlist;
 };
 
 static int num(const char *s, int64_t lo, int64_t hi, int64_t *out)
@@ -141,34 +143,77 @@ static int put_all(int fd, const uint8_t *b, size_t n)
 
 static int pty_ls(struct cli_call *c, struct sbx_err *e)
 {
-	struct sbx_pty_info *v;
-	size_t n;
-	if (sbx_pty_list(c->s, &v, &n, e) != 0)
-		return -1;
+	struct pty_call *p = (struct pty_call *)c;
+	return sbx_pty_list(c->s, &p->list, &p->nlist, e);
+}
+
+/* pty ls: a table, or "sessions": [{id, mode, held, base, head, base_err, head_err, retain,
+ * pid, exited, code, signal}] (every field as libsbx checked it, host/ptymsg.c). pty close:
+ * nothing ({"ok":true} in JSON). */
+static void pty_ls_print(struct cli_call *c)
+{
+	struct pty_call *p = (struct pty_call *)c;
+	if (p->ls != 1)
+		return;
+	if (c->json) {
+		sbx_jw_key(c->w, "sessions");
+		sbx_jw_arr_begin(c->w);
+		for (size_t i = 0; i < p->nlist; i++) {
+			const struct sbx_pty_info *v = &p->list[i];
+			sbx_jw_obj_begin(c->w);
+			sbx_jw_key(c->w, "id");
+			sbx_jw_str(c->w, v->id);
+			sbx_jw_key(c->w, "mode");
+			sbx_jw_str(c->w, v->pipe ? "pipe" : "pty");
+			sbx_jw_key(c->w, "held");
+			sbx_jw_bool(c->w, v->held);
+			const char *k[] = {"base", "head", "base_err", "head_err", "retain", "pid"};
+			const int64_t x[] = {v->base,     v->head,   v->base_err,
+			                     v->head_err, v->retain, v->pid};
+			for (int j = 0; j < 6; j++) {
+				sbx_jw_key(c->w, k[j]);
+				sbx_jw_int(c->w, x[j]);
+			}
+			sbx_jw_key(c->w, "exited");
+			sbx_jw_bool(c->w, v->exited);
+			if (v->exited) {
+				sbx_jw_key(c->w, "code");
+				sbx_jw_int(c->w, v->code);
+				sbx_jw_key(c->w, "signal");
+				sbx_jw_int(c->w, v->signal);
+			}
+			sbx_jw_obj_end(c->w);
+		}
+		sbx_jw_arr_end(c->w);
+		return;
+	}
 	cli_printf("%-16s  %-4s  %-4s  %12s  %12s  %s\n", "ID", "MODE", "HELD", "BASE", "HEAD",
 	           "STATE");
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < p->nlist; i++) {
+		const struct sbx_pty_info *v = &p->list[i];
 		char state[32];
-		if (v[i].exited)
-			snprintf(state, sizeof state, "exited %d", v[i].code);
+		if (v->exited)
+			snprintf(state, sizeof state, "exited %d", v->code);
 		else
-			snprintf(state, sizeof state, "running pid %lld", (long long)v[i].pid);
-		cli_printf("%-16s  %-4s  %-4s  %12lld  %12lld  %s\n", v[i].id,
-		           v[i].pipe ? "pipe" : "pty", v[i].held ? "yes" : "no",
-		           (long long)v[i].base, (long long)v[i].head, state);
+			snprintf(state, sizeof state, "running pid %lld", (long long)v->pid);
+		cli_printf("%-16s  %-4s  %-4s  %12lld  %12lld  %s\n", v->id,
+		           v->pipe ? "pipe" : "pty", v->held ? "yes" : "no", (long long)v->base,
+		           (long long)v->head, state);
 	}
-	free(v);
-	c->answered = 1;
-	return 0;
+}
+
+static void pty_done(struct cli_call *c)
+{
+	struct pty_call *p = (struct pty_call *)c;
+	free(p->list);
+	p->list = NULL;
 }
 
 static int pty_run(struct cli_call *c, struct sbx_err *e)
 {
 	struct pty_call *p = (struct pty_call *)c;
-	if (p->ls == 2) {
-		c->answered = 1;
+	if (p->ls == 2)
 		return sbx_pty_close(c->s, p->attach, e);
-	}
 	if (p->ls)
 		return pty_ls(c, e);
 	int tty = isatty(0);
@@ -332,6 +377,8 @@ const struct cli_cmd cli_pty = {
         .size = sizeof(struct pty_call),
         .parse_argv = pty_argv,
         .run = pty_run,
+        .print = pty_ls_print,
+        .done = pty_done,
         .synopsis = "[--attach ID [--since N] [--takeover]] [--rows R --cols C] [--pipe] [-- "
                     "ARGV] | ls | close ID",
         .summary = "a terminal session held in the sandbox (docs/pty.md)",
@@ -340,4 +387,26 @@ const struct cli_cmd cli_pty = {
                    "status; a session this command made is closed when its program ends. "
                    "`sbx pty ls` lists the sessions, their holder and offsets; `sbx pty close ID` "
                    "ends one.",
+};
+
+/* The listing as a JSON-lines request: {"op":"pty_ls"}. */
+static int pty_ls_json(struct cli_call *c, const struct sbx_json *req, struct sbx_err *e)
+{
+	(void)req;
+	(void)e;
+	((struct pty_call *)c)->ls = 1;
+	return 0;
+}
+
+const struct cli_cmd cli_pty_ls = {
+        .name = "pty-ls",
+        .op = "pty_ls",
+        .need = CLI_FULL,
+        .size = sizeof(struct pty_call),
+        .parse_json = pty_ls_json,
+        .run = pty_ls,
+        .print = pty_ls_print,
+        .done = pty_done,
+        .summary = "the sandbox's terminal sessions, their holder and offsets (as `pty ls`)",
+        .fields = "(none)",
 };
