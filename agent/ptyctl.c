@@ -51,20 +51,6 @@ static int connect_holder(const char *id, struct sbx_msgw *w)
 	return fd;
 }
 
-static int recv_all(int fd, uint8_t *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t k = recv(fd, p, n, 0);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 /* One request to the holder and its answer into w (at most SBX_PTY_MSG_MAX bytes). */
 static int ask(int fd, const uint8_t *req, size_t len, struct sbx_msgw *w)
 {
@@ -72,14 +58,14 @@ static int ask(int fd, const uint8_t *req, size_t len, struct sbx_msgw *w)
 	                  (uint8_t)len};
 	uint32_t n;
 	if (len > SBX_PTY_MSG_MAX || send(fd, hdr, 4, MSG_NOSIGNAL) != 4 ||
-	    send(fd, req, len, MSG_NOSIGNAL) != (ssize_t)len || recv_all(fd, hdr, 4) != 0 ||
+	    send(fd, req, len, MSG_NOSIGNAL) != (ssize_t)len || sbx_pty_recv_all(fd, hdr, 4) != 0 ||
 	    (n = (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 | (uint32_t)hdr[2] << 8 | hdr[3]) >
 	            SBX_PTY_MSG_MAX ||
 	    n > w->cap - w->len) {
 		sbx_msgw_error(w, SBX_ETRANSFER, errno, "the pty session's holder did not answer");
 		return -1;
 	}
-	if (recv_all(fd, w->buf + w->len, n) != 0) {
+	if (sbx_pty_recv_all(fd, w->buf + w->len, n) != 0) {
 		sbx_msgw_error(w, SBX_ETRANSFER, errno, "the pty session's holder did not answer");
 		return -1;
 	}

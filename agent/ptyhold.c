@@ -239,7 +239,7 @@ static int send_msg(int fd, const uint8_t *m, size_t len)
 	return send(fd, m, len, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
 }
 
-static int recv_all(int fd, uint8_t *p, size_t n)
+int sbx_pty_recv_all(int fd, uint8_t *p, size_t n)
 {
 	while (n > 0) {
 		ssize_t k = recv(fd, p, n, 0);
@@ -292,13 +292,13 @@ static void on_request(struct hold *h, int fd)
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 	uint8_t hdr[4];
 	static uint8_t req[SBX_PTY_MSG_MAX], resp[SBX_PTY_MSG_MAX];
-	if (recv_all(fd, hdr, 4) != 0) {
+	if (sbx_pty_recv_all(fd, hdr, 4) != 0) {
 		close(fd);
 		return;
 	}
 	uint32_t len =
 	        (uint32_t)hdr[0] << 24 | (uint32_t)hdr[1] << 16 | (uint32_t)hdr[2] << 8 | hdr[3];
-	if (len > sizeof req || recv_all(fd, req, len) != 0) {
+	if (len > sizeof req || sbx_pty_recv_all(fd, req, len) != 0) {
 		close(fd);
 		return;
 	}

@@ -44,5 +44,8 @@ int sbx_pty_id_ok(const char *id);
 #define SBX_PTY_MSG_MAX (64u * 1024u)
 #define SBX_PTY_CHUNK (64u * 1024u)
 enum { SBX_PTY_FR_OUT = 1, SBX_PTY_FR_ERR = 2, SBX_PTY_FR_END = 16, SBX_PTY_FR_EVICT = 17 };
+/* Reads exactly n bytes of the holder's socket fd (EINTR retried): 0, or -1 on its end or an
+ * error. */
+int sbx_pty_recv_all(int fd, uint8_t *p, size_t n);
 
 #endif

@@ -56,6 +56,18 @@ static void spawn(struct sbx_session *s, const struct sbx_pty_spec *sp, char id[
 		memcpy(made[nmade++], id, SBX_PTY_ID_MAX);
 }
 
+/* A new session of sp, attached from offset 0 without takeover. */
+static struct sbx_pty *spawn_attach(struct sbx_session *s, const struct sbx_pty_spec *sp,
+                                    char id[SBX_PTY_ID_MAX], struct sbx_pty_attach_info *ai)
+{
+	spawn(s, sp, id);
+	struct sbx_err e;
+	struct sbx_pty *p = sbx_pty_attach(s, id, 0, 0, 0, ai, &e);
+	if (p == NULL)
+		fail_e("attach", &e);
+	return p;
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -121,12 +133,9 @@ static void shell_in_a_terminal(void **state)
 	struct sbx_pty_spec sp;
 	sbx_pty_spec_init(&sp);
 	char id[SBX_PTY_ID_MAX], buf[8192];
-	spawn(s, &sp, id);
 	struct sbx_pty_attach_info ai;
 	struct sbx_err e;
-	struct sbx_pty *p = sbx_pty_attach(s, id, 0, 0, 0, &ai, &e);
-	if (p == NULL)
-		fail_e("attach", &e);
+	struct sbx_pty *p = spawn_attach(s, &sp, id, &ai);
 	assert_int_equal(ai.lost, 0);
 	assert_int_equal(ai.start, 0);
 	const char cmd[] = "echo hi-$((6*7)); tty\n";
@@ -190,12 +199,9 @@ static void cut_then_replay_exact(void **state)
 	             "sleep 60";
 	sp.retain = 4u * 1024 * 1024;
 	char id[SBX_PTY_ID_MAX];
-	spawn(s, &sp, id);
 	struct sbx_pty_attach_info ai;
 	struct sbx_err e;
-	struct sbx_pty *p = sbx_pty_attach(s, id, 0, 0, 0, &ai, &e);
-	if (p == NULL)
-		fail_e("attach", &e);
+	struct sbx_pty *p = spawn_attach(s, &sp, id, &ai);
 	static uint8_t got[LINES * 16];
 	read_exact(p, 1, got, 1000);
 	/* The channel is cut in the middle of output: its process killed, or (a resident agent's
@@ -268,12 +274,9 @@ static void attached_reader_loses_nothing(void **state)
 	        "read x; yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 12000000; sleep 60";
 	sp.retain = 4096;
 	char id[SBX_PTY_ID_MAX];
-	spawn(s, &sp, id);
 	struct sbx_pty_attach_info ai;
 	struct sbx_err e;
-	struct sbx_pty *p = sbx_pty_attach(s, id, 0, 0, 0, &ai, &e);
-	if (p == NULL)
-		fail_e("attach", &e);
+	struct sbx_pty *p = spawn_attach(s, &sp, id, &ai);
 	assert_int_equal(sbx_pty_write(p, "\n", 1, &e), 0);
 	/* Far more than the host's credit window and every buffer on the way, read slowly. */
 	for (size_t off = 0; off < TOTAL; off += 65536) {
@@ -340,12 +343,9 @@ static void pipe_mode_binary(void **state)
 	sp.pipe = 1;
 	sp.command = "printf 'a\\000\\001\\377\\n'; printf 'E\\000R' >&2; cat; exit 3";
 	char id[SBX_PTY_ID_MAX];
-	spawn(s, &sp, id);
 	struct sbx_pty_attach_info ai;
 	struct sbx_err e;
-	struct sbx_pty *p = sbx_pty_attach(s, id, 0, 0, 0, &ai, &e);
-	if (p == NULL)
-		fail_e("attach", &e);
+	struct sbx_pty *p = spawn_attach(s, &sp, id, &ai);
 	uint8_t b[16];
 	read_exact(p, 1, b, 5);
 	assert_memory_equal(b, "a\0\1\377\n", 5);
@@ -400,12 +400,9 @@ static void resize_seen(void **state)
 	sp.cols = 91;
 	sp.command = "trap 'echo winch' WINCH; stty size; while :; do read l && stty size; done";
 	char id[SBX_PTY_ID_MAX], buf[8192];
-	spawn(s, &sp, id);
 	struct sbx_pty_attach_info ai;
 	struct sbx_err e;
-	struct sbx_pty *p = sbx_pty_attach(s, id, 0, 0, 0, &ai, &e);
-	if (p == NULL)
-		fail_e("attach", &e);
+	struct sbx_pty *p = spawn_attach(s, &sp, id, &ai);
 	read_until(p, 1, "33 91", buf, sizeof buf);
 	assert_int_equal(sbx_pty_resize(s, id, 40, 100, &e), 0);
 	read_until(p, 1, "winch", buf, sizeof buf);
@@ -425,12 +422,9 @@ static void escaped_process_killed(void **state)
 	sp.pipe = 1;
 	sp.command = "setsid nohup sleep 1000 >/dev/null 2>&1 & echo pid=$!; sleep 0.3; exit 0";
 	char id[SBX_PTY_ID_MAX], buf[4096];
-	spawn(s, &sp, id);
 	struct sbx_pty_attach_info ai;
 	struct sbx_err e;
-	struct sbx_pty *p = sbx_pty_attach(s, id, 0, 0, 0, &ai, &e);
-	if (p == NULL)
-		fail_e("attach", &e);
+	struct sbx_pty *p = spawn_attach(s, &sp, id, &ai);
 	read_until(p, 1, "\n", buf, sizeof buf);
 	long pid = 0;
 	assert_int_equal(sscanf(buf, "pid=%ld", &pid), 1);
@@ -473,12 +467,9 @@ static void user_cwd_env(void **state)
 	sp.cwd = "/tmp";
 	sp.env = (char *[]){"K=v w", NULL};
 	char id[SBX_PTY_ID_MAX], buf[256];
-	spawn(s, &sp, id);
 	struct sbx_pty_attach_info ai;
 	struct sbx_err e;
-	struct sbx_pty *p = sbx_pty_attach(s, id, 0, 0, 0, &ai, &e);
-	if (p == NULL)
-		fail_e("attach", &e);
+	struct sbx_pty *p = spawn_attach(s, &sp, id, &ai);
 	size_t n = read_until(p, 1, "v w\n", buf, sizeof buf);
 	buf[n] = '\0';
 	assert_string_equal(buf, "65534\n/tmp\nv w\n");
@@ -516,12 +507,9 @@ static void flood_leaves_ping_alone(void **state)
 	sp.argv = (char *[]){"yes", NULL};
 	char id[SBX_PTY_ID_MAX];
 	static uint8_t buf[1 << 16];
-	spawn(s, &sp, id);
 	struct sbx_pty_attach_info ai;
 	struct sbx_err e;
-	struct sbx_pty *p = sbx_pty_attach(s, id, 0, 0, 0, &ai, &e);
-	if (p == NULL)
-		fail_e("attach", &e);
+	struct sbx_pty *p = spawn_attach(s, &sp, id, &ai);
 	/* Read some, then leave the rest unread: the window fills and the flood waits. */
 	read_exact(p, 1, buf, sizeof buf);
 	double worst = 0;
