@@ -396,7 +396,7 @@ int sbx_call(struct sbx_session *s, const struct sbx_msgw *w, struct sbx_op **ou
              struct sbx_err *e)
 {
 	*out = NULL;
-	int64_t until = sbx_now_ns() + (int64_t)(sbx_session_timeout(s) * 1e9);
+	int64_t until = sbx_session_deadline(s);
 	struct sbx_op *op = sbx_request_async(s, w, e);
 	if (op == NULL)
 		return -1;

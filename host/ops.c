@@ -75,11 +75,6 @@ static int finish_blocking(struct sbx_op *op, int64_t until, struct sbx_err *e)
 	return sbx_op_wait_until(op, until, e);
 }
 
-static int64_t session_deadline(const struct sbx_session *s)
-{
-	return sbx_now_ns() + (int64_t)(sbx_session_timeout(s) * 1e9);
-}
-
 /* ---- ping ---- */
 
 static void ping_step(struct sbx_op *op, int ev)
@@ -132,7 +127,7 @@ int sbx_ping_result(const struct sbx_op *op, double *rtt_s, struct sbx_err *e)
 
 int sbx_ping(struct sbx_session *s, double *rtt_s, struct sbx_err *e)
 {
-	int64_t until = session_deadline(s);
+	int64_t until = sbx_session_deadline(s);
 	struct sbx_op *op = sbx_ping_async(s, e);
 	int rc = finish_blocking(op, until, e);
 	if (rc == 0)
@@ -194,7 +189,7 @@ int sbx_kind_result(const struct sbx_op *op, enum sbx_kind *out, struct sbx_err 
 
 int sbx_kind(struct sbx_session *s, const char *path, enum sbx_kind *out, struct sbx_err *e)
 {
-	int64_t until = session_deadline(s);
+	int64_t until = sbx_session_deadline(s);
 	struct sbx_op *op = sbx_kind_async(s, path, e);
 	int rc = finish_blocking(op, until, e);
 	if (rc == 0)

@@ -50,7 +50,7 @@ static int blocking(struct sbx_session *s, struct sbx_op *o, struct sbx_err *e)
 {
 	if (o == NULL)
 		return -1;
-	int64_t until = sbx_now_ns() + (int64_t)(sbx_session_timeout(s) * 1e9);
+	int64_t until = sbx_session_deadline(s);
 	int rc = sbx_op_wait_until(o, until, e);
 	if (rc == 0)
 		rc = sbx_op_answer_ok(o, e);
@@ -145,7 +145,7 @@ int sbx_pty_spawn(struct sbx_session *s, const struct sbx_pty_spec *sp, char id[
 	struct sbx_op *o = sbx_pty_spawn_async(s, sp, e);
 	if (o == NULL)
 		return -1;
-	int64_t until = sbx_now_ns() + (int64_t)(sbx_session_timeout(s) * 1e9);
+	int64_t until = sbx_session_deadline(s);
 	int rc = sbx_op_wait_until(o, until, e);
 	if (rc == 0)
 		rc = sbx_pty_spawn_result(o, id, e);
@@ -174,7 +174,7 @@ int sbx_pty_status(struct sbx_session *s, const char *id, struct sbx_pty_info *s
 	struct sbx_op *o = sbx_pty_status_async(s, id, e);
 	if (o == NULL)
 		return -1;
-	int64_t until = sbx_now_ns() + (int64_t)(sbx_session_timeout(s) * 1e9);
+	int64_t until = sbx_session_deadline(s);
 	int rc = sbx_op_wait_until(o, until, e);
 	if (rc == 0)
 		rc = sbx_pty_status_result(o, st, e);
@@ -259,7 +259,7 @@ int sbx_pty_list(struct sbx_session *s, struct sbx_pty_info **out, size_t *n, st
 	struct sbx_op *o = sbx_pty_list_async(s, e);
 	if (o == NULL)
 		return -1;
-	int64_t until = sbx_now_ns() + (int64_t)(sbx_session_timeout(s) * 1e9);
+	int64_t until = sbx_session_deadline(s);
 	int rc = sbx_op_wait_until(o, until, e);
 	if (rc == 0)
 		rc = sbx_pty_list_result(o, out, n, e);
@@ -431,7 +431,7 @@ struct sbx_pty *sbx_pty_attach(struct sbx_session *s, const char *id, int takeov
 	struct sbx_op *o = sbx_pty_attach_async(s, id, takeover, since, since_err, e);
 	if (o == NULL)
 		return NULL;
-	int64_t until = sbx_now_ns() + (int64_t)(sbx_session_timeout(s) * 1e9);
+	int64_t until = sbx_session_deadline(s);
 	int rc = sbx_op_wait_until(o, until, e);
 	if (rc == 0)
 		rc = sbx_pty_attach_result(o, ai, e);

@@ -710,6 +710,11 @@ double sbx_session_timeout(const struct sbx_session *s)
 	return s->timeout;
 }
 
+int64_t sbx_session_deadline(const struct sbx_session *s)
+{
+	return sbx_now_ns() + (int64_t)(s->timeout * 1e9);
+}
+
 const char *sbx_session_stderr(const struct sbx_session *s)
 {
 	return s->errtail;

@@ -272,6 +272,9 @@ struct sbx_session {
 	struct sbx_err trust_err;
 };
 
+/* The time (sbx_now_ns clock) one session timeout from now: a blocking call's deadline. */
+int64_t sbx_session_deadline(const struct sbx_session *s);
+
 /* Reads what the channel's stderr holds (bounded a call), keeping the last 4 KiB. */
 void sbx_session_drain_stderr(struct sbx_session *s);
 

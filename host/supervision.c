@@ -205,7 +205,7 @@ static int blocking(struct sbx_session *s, struct sbx_op *o, struct sbx_op **out
 	*out = NULL;
 	if (o == NULL)
 		return -1;
-	int64_t until = sbx_now_ns() + (int64_t)(sbx_session_timeout(s) * 1e9);
+	int64_t until = sbx_session_deadline(s);
 	if (sbx_op_wait_until(o, until, e) != 0) {
 		sbx_op_free(o);
 		return -1;

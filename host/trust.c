@@ -115,7 +115,7 @@ int sbx_trust_state(struct sbx_session *s, struct sbx_err *e)
 
 int sbx_session_trusted(struct sbx_session *s, struct sbx_err *e)
 {
-	int64_t deadline = sbx_now_ns() + (int64_t)(sbx_session_timeout(s) * 1e9);
+	int64_t deadline = sbx_session_deadline(s);
 	int st;
 	while ((st = sbx_trust_state(s, e)) == 0)
 		sbx_op_wait_until(s->trust_op, deadline, NULL);

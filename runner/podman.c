@@ -52,13 +52,20 @@ static int check_name(const char *name, struct sbx_err *e)
 	return 0;
 }
 
-/* Runs ENGINE WORDS...; *ok is 1 when it exited 0. r must be freed by the caller. */
-static int run_engine(char *const argv[], struct sbx_proc_result *r, int *ok, struct sbx_err *e)
+/* Runs ENGINE WORDS... in the folder cwd (NULL: ours); *ok is 1 when it exited 0. r must be
+ * freed by the caller. */
+static int run_engine_in(char *const argv[], const char *cwd, struct sbx_proc_result *r, int *ok,
+                         struct sbx_err *e)
 {
-	if (sbx_proc_capture(argv, ENGINE_TIMEOUT, OUT_CAP, r, e) != 0)
+	if (sbx_proc_capture_in(argv, cwd, ENGINE_TIMEOUT, OUT_CAP, r, e) != 0)
 		return -1;
 	*ok = r->how == SBX_PROC_EXITED && r->code == 0;
 	return 0;
+}
+
+static int run_engine(char *const argv[], struct sbx_proc_result *r, int *ok, struct sbx_err *e)
+{
+	return run_engine_in(argv, NULL, r, ok, e);
 }
 
 static int engine_fail(struct sbx_proc_result *r, const char *what, struct sbx_err *e)
@@ -75,16 +82,21 @@ static int engine_fail(struct sbx_proc_result *r, const char *what, struct sbx_e
 
 /* Runs the engine for a step whose output is not needed: 0 when it succeeded, else -1 with the
  * engine's last line ("WHAT failed: ...") or why it could not be run. */
-static int run_step(char *const argv[], const char *what, struct sbx_err *e)
+static int run_step_in(char *const argv[], const char *cwd, const char *what, struct sbx_err *e)
 {
 	struct sbx_proc_result r;
 	int ok;
-	if (run_engine(argv, &r, &ok, e) != 0)
+	if (run_engine_in(argv, cwd, &r, &ok, e) != 0)
 		return -1;
 	if (!ok)
 		return engine_fail(&r, what, e);
 	sbx_proc_result_free(&r);
 	return 0;
+}
+
+static int run_step(char *const argv[], const char *what, struct sbx_err *e)
+{
+	return run_step_in(argv, NULL, what, e);
 }
 
 /* Maps an engine's (Go) architecture name or an sbx name to an sbx architecture. */
@@ -427,11 +439,16 @@ int sbx_podman_status(const char *engine, const char *name, struct sbx_podman_st
 
 /* ---- injection hints: $SBX_PODMAN_DIR/ENGINE-NAME holds "ID PATH" ---- */
 
-static int hint_path(const char *engine, const char *name, char *out, size_t cap)
+/* sbx's own folder for the engines: $SBX_PODMAN_DIR, by default /run/sbx/podman. */
+static const char *state_dir(void)
 {
 	const char *dir = getenv("SBX_PODMAN_DIR");
-	if (dir == NULL || dir[0] == '\0')
-		dir = "/run/sbx/podman";
+	return dir != NULL && dir[0] != '\0' ? dir : "/run/sbx/podman";
+}
+
+static int hint_path(const char *engine, const char *name, char *out, size_t cap)
+{
+	const char *dir = state_dir();
 	return (size_t)snprintf(out, cap, "%s/%s-%s", dir, engine, name) >= cap ? -1 : 0;
 }
 
@@ -473,23 +490,14 @@ static void mkdirs(char *p)
 static int start_step(char *const argv[], struct sbx_err *e)
 {
 	char dir[PATH_MAX];
-	const char *base = getenv("SBX_PODMAN_DIR");
-	if (base == NULL || base[0] == '\0')
-		base = "/run/sbx/podman";
 	const char *cwd = NULL;
-	if ((size_t)snprintf(dir, sizeof dir, "%s/conmon/", base) < sizeof dir) {
+	if ((size_t)snprintf(dir, sizeof dir, "%s/conmon/", state_dir()) < sizeof dir) {
 		mkdirs(dir);
 		struct stat st;
 		if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
 			cwd = dir;
 	}
-	struct sbx_proc_result r;
-	if (sbx_proc_capture_in(argv, cwd, ENGINE_TIMEOUT, OUT_CAP, &r, e) != 0)
-		return -1;
-	if (r.how != SBX_PROC_EXITED || r.code != 0)
-		return engine_fail(&r, "start", e);
-	sbx_proc_result_free(&r);
-	return 0;
+	return run_step_in(argv, cwd, "start", e);
 }
 
 /* path's whole content becomes line, atomically (a temporary renamed); best effort: a hint
