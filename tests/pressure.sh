@@ -11,7 +11,7 @@
 # limits in its cgroup. Beside H two neighbours made as a user makes them (no limits). The
 # same work is timed first without the load (3 s), then under it:
 # - the load bites: H's cgroup, read on the host, counts OOM kills (>= 2), refused forks
-#   (pids.events), throttled CPU periods; the filler met ENOSPC (>= 2); H's peak memory and
+#   (pids.events), throttled CPU periods; the filler met ENOSPC (>= 1); H's peak memory and
 #   process count stay within its limits; its run's receipt: deadline, witnessed, no residue;
 # - the neighbours keep working: every `exec -- echo` answers (each under 5 s), every 64 KiB
 #   upload + download comes back byte for byte (under 5 s), a supervised run in a neighbour
@@ -211,7 +211,9 @@ echo "  figure: H under load: OOM kills +$((o1 - o0)), peak memory $peak_mem MiB
 [ $((o1 - o0)) -ge 2 ] || die "the memory hog did not meet its limit again and again (oom_kill $o0 -> $o1)"
 [ $((p1 - p0)) -ge 1 ] || die "the fork bomb never met the process limit (pids.events max $p0 -> $p1)"
 [ $((t1 - t0)) -ge 1 ] || die "the CPU burner was never throttled (nr_throttled $t0 -> $t1)"
-[ "$enospc" -ge 2 ] || die "the disk filler did not hit ENOSPC again and again ($enospc)"
+# Once is enough to show the layer bounds it: how often the filler runs again within H's half CPU,
+# beside the bomb, depends on the machine (a CI run saw 1 in 10 s).
+[ "$enospc" -ge 1 ] || die "the disk filler never hit ENOSPC ($enospc)"
 [ "$peak_mem" -le $mem_mib ] && [ "$peak_pids" -le $pids ] || die "H went past its limits: $peak_mem MiB, $peak_pids processes"
 ok "the load bit: $((o1 - o0)) OOM kills, $((p1 - p0)) forks refused, $((t1 - t0)) throttled periods, ENOSPC $enospc times; H stayed within $mem_mib MiB and $pids processes; its run ended by its deadline, witnessed, nothing left"
 
