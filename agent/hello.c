@@ -101,6 +101,7 @@ void sbx_hello_write(struct sbx_msgw *w, uint64_t window)
 	sbx_msgw_i64(w, SBX_T_PROTO_MAX, SBX_PROTO_MAX);
 	sbx_msgw_str(w, SBX_T_AGENT_VERSION, SBX_VERSION);
 	sbx_msgw_str(w, SBX_T_ARCH, sbx_arch_self());
+	sbx_msgw_i64(w, SBX_T_FWD, 1); /* speaks OPEN and RESET (docs/forwarding.md) */
 	sbx_msgw_i64(w, SBX_T_UID, getuid());
 	sbx_msgw_i64(w, SBX_T_EUID, geteuid());
 	sbx_msgw_i64(w, SBX_T_GID, getgid());

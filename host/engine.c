@@ -234,6 +234,9 @@ static int parse_hello(struct sbx_engine *g, const struct sbx_frame *f)
 		case SBX_T_WINDOW:
 			h->window = v;
 			break;
+		case SBX_T_FWD:
+			h->fwd = is_int && v == 1;
+			break;
 		case SBX_T_SELF_SHA256:
 			if (fl.len == sizeof h->sha256)
 				memcpy(h->sha256, fl.val, sizeof h->sha256);

@@ -98,6 +98,7 @@ struct sbx_hello {
 	int cgroup;   /* 0 none found, 1 v1 or hybrid, 2 v2 */
 	uint8_t sha256[32];
 	int64_t max_payload, window;
+	int fwd; /* 1: it speaks TCP forwarding (docs/forwarding.md) */
 };
 
 /* Starts argv_template (NULL-terminated) with {agent} replaced by agent, and completes the
@@ -622,6 +623,39 @@ struct sbx_shval {
 /* Bash source assigning each value, every word single-quoted, for sandbox runners that cannot
  * parse JSON. malloc'd; NULL with *e for a bad name or an odd map. */
 char *sbx_shell_assignments(const struct sbx_shval *v, size_t n, struct sbx_err *e);
+
+/* ---- TCP forwarding over the session (docs/forwarding.md) ---------------------------------
+ *
+ * One operation carries any number of forwards, both ways, until it is cancelled (sbx_op_cancel,
+ * then it ends with SBX_EUNAVAILABLE ECANCELED) or the session breaks; it never ends on its
+ * own while it works. `out` forwards ("PORT" or "PORT:HOST:HPORT"): the agent listens on
+ * 127.0.0.1:PORT inside, each connection reaches HOST:HPORT (a bare PORT: target:PORT) from the
+ * host. `in` forwards ("LPORT:ADDR:PORT", IPv6 in brackets): the host listens on
+ * 127.0.0.1:LPORT (0 picks a free port, bound before sbx_forward_async returns), each connection
+ * reaches ADDR:PORT as seen inside. ready_file (out forwards only) is created inside once every
+ * inside listener is up. A listener that cannot be bound, inside or out, ends the op with the
+ * error. Options are read at the start only. */
+struct sbx_forward_opts {
+	const char *const *out;
+	size_t n_out;
+	const char *const *in;
+	size_t n_in;
+	const char *target;     /* HOST of a bare out PORT; NULL: 127.0.0.1 */
+	const char *ready_file; /* NULL: none */
+	int max_conn;           /* open connections per forward; 0: SBX_FWD_MAX_CONN (1024) */
+	/* One line per connection event (opened; ended with bytes each way; reset and why;
+	 * refused past max_conn), names shown safely; called from the step. NULL: none. */
+	void (*on_event)(void *ctx, const char *line);
+	void *ctx;
+};
+struct sbx_op *sbx_forward_async(struct sbx_session *s, const struct sbx_forward_opts *o,
+                                 struct sbx_err *e);
+/* 1 once every listener is up (inside ones answered, ready_file made); 0 before. */
+int sbx_forward_ready(const struct sbx_op *op);
+/* The host port of in forward i (the one bound when LPORT was 0), or -1. */
+int sbx_forward_port(const struct sbx_op *op, size_t i);
+/* Connections open now, and in all since the start. */
+void sbx_forward_counts(const struct sbx_op *op, size_t *open, uint64_t *total);
 
 /* ---- terminal sessions that live in the sandbox (docs/pty.md) --------------------------
  *

@@ -40,6 +40,8 @@ int sbx_frame_type_known(uint8_t type)
 	case SBX_F_DATA:
 	case SBX_F_CREDIT:
 	case SBX_F_CANCEL:
+	case SBX_FRAME_TYPE_RESET: /* sent only to a peer that knows them (HELLO FWD) */
+	case SBX_FRAME_TYPE_OPEN:
 		return 1;
 	default:
 		return 0;
