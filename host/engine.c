@@ -305,7 +305,7 @@ static int on_answer(struct sbx_engine *g, const struct sbx_frame *f, int64_t no
 	struct sbx_stream *p = find(g, f->stream);
 	if (p == NULL || p->done)
 		return sbx_engine_break(g, SBX_EPROTOCOL, 0, "an answer on a stream not open");
-	if ((f->type == SBX_F_PONG) != (p->kind == SBX_STREAM_PING))
+	if ((f->type == SBX_F_PONG) != (p->kind == SBX_STREAM_PING) || p->kind == SBX_STREAM_CONN)
 		return sbx_engine_break(g, SBX_EPROTOCOL, 0, "the wrong kind of answer");
 	if (p->kind == SBX_STREAM_DETACHED || p->abandoned) {
 		unlink_stream(g, p);
@@ -324,6 +324,15 @@ static int on_answer(struct sbx_engine *g, const struct sbx_frame *f, int64_t no
 	return 0;
 }
 
+/* A connection stream of TCP forwarding: the agent's ids, or one the host opened. */
+static int is_conn(struct sbx_engine *g, uint32_t id)
+{
+	if (id & SBX_FWD_AGENT_ID_BIT)
+		return 1;
+	struct sbx_stream *p = find(g, id);
+	return p != NULL && p->kind == SBX_STREAM_CONN;
+}
+
 static int on_frame(struct sbx_engine *g, const struct sbx_frame *f, int64_t now)
 {
 	g->last_rx_ns = now;
@@ -332,6 +341,13 @@ static int on_frame(struct sbx_engine *g, const struct sbx_frame *f, int64_t now
 			return sbx_engine_break(g, SBX_EPROTOCOL, 0,
 			                        "the agent did not start with HELLO on stream 0");
 		return parse_hello(g, f);
+	}
+	if (f->type == SBX_FRAME_TYPE_OPEN || f->type == SBX_FRAME_TYPE_RESET ||
+	    ((f->type == SBX_F_DATA || f->type == SBX_F_CREDIT) && is_conn(g, f->stream))) {
+		if (g->fwd_frame == NULL)
+			return sbx_engine_break(g, SBX_EPROTOCOL, 0,
+			                        "a forwarding frame, and nothing is forwarded");
+		return g->fwd_frame(g->fwd_ctx, f);
 	}
 	switch (f->type) {
 	case SBX_F_PONG:

@@ -20,7 +20,13 @@
 /* REQ: a request and its RESPONSE; PING: a ping and its PONG; JOB: a request whose stream also
  * carries DATA (exec, upload, download); DETACHED: a request whose answer nobody waits for (an
  * upload's COMMIT), dropped on arrival. */
-enum sbx_stream_kind { SBX_STREAM_REQ, SBX_STREAM_PING, SBX_STREAM_JOB, SBX_STREAM_DETACHED };
+enum sbx_stream_kind {
+	SBX_STREAM_REQ,
+	SBX_STREAM_PING,
+	SBX_STREAM_JOB,
+	SBX_STREAM_DETACHED,
+	SBX_STREAM_CONN, /* a forwarded connection the host opened: only its id is the engine's */
+};
 
 struct sbx_stream;
 
@@ -70,6 +76,11 @@ struct sbx_engine {
 	int64_t timeout_ns;        /* keepalive: a PING after half of it quiet, a PONG within it */
 	int64_t hello_deadline_ns; /* the HELLO must have come by then */
 	int64_t last_rx_ns, keepalive_sent_ns;
+	/* TCP forwarding's frames (OPEN, RESET, DATA and CREDIT on a connection stream: an id
+	 * with SBX_FWD_AGENT_ID_BIT or a CONN stream) go to fwd_frame (host/fwd.c): 0, or -1
+	 * once it broke the engine. NULL: such a frame breaks the session. */
+	int (*fwd_frame)(void *ctx, const struct sbx_frame *f);
+	void *fwd_ctx;
 	struct sbx_err err; /* why it broke: the first failure */
 	uint8_t first[48];  /* the first bytes the channel sent, to show when they are garbage */
 	size_t seen;

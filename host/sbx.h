@@ -644,7 +644,8 @@ struct sbx_forward_opts {
 	const char *ready_file; /* NULL: none */
 	int max_conn;           /* open connections per forward; 0: SBX_FWD_MAX_CONN (1024) */
 	/* One line per connection event (opened; ended with bytes each way; reset and why;
-	 * refused past max_conn), names shown safely; called from the step. NULL: none. */
+	 * refused past max_conn), and the line "ready" once every listener is up; called from
+	 * the step; what the sandbox sent is shown escaped. NULL: none. */
 	void (*on_event)(void *ctx, const char *line);
 	void *ctx;
 };
@@ -654,6 +655,9 @@ struct sbx_op *sbx_forward_async(struct sbx_session *s, const struct sbx_forward
 int sbx_forward_ready(const struct sbx_op *op);
 /* The host port of in forward i (the one bound when LPORT was 0), or -1. */
 int sbx_forward_port(const struct sbx_op *op, size_t i);
+/* Forward i (the out ones first, then the in ones, as given) as a line: "out PORT ->
+ * HOST:HPORT" or "in 127.0.0.1:LPORT -> ADDR:PORT"; -1 past the last. */
+int sbx_forward_describe(const struct sbx_op *op, size_t i, char *buf, size_t cap);
 /* Connections open now, and in all since the start. */
 void sbx_forward_counts(const struct sbx_op *op, size_t *open, uint64_t *total);
 

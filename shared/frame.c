@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "proto.h"
+
 static void put32(uint8_t *p, uint32_t v)
 {
 	p[0] = (uint8_t)(v >> 24);

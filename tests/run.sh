@@ -180,6 +180,8 @@ checks "the CLI's command table: every op argv = JSON lines; help from the rows 
 echo "== the host against an impersonated agent"
 checks "impersonated agent (tests/fake/agent.py) against the real host (confined)" \
 	"$top/tests/impostor.sh" "$hostdir/sbx"
+checks "sbx forward against an impersonated agent: frames, limits, hostile OPEN/DATA/RESET (confined)" \
+	"$top/tests/fwd_impostor.sh" "$hostdir/sbx"
 
 echo "== transfers"
 one "sbx-agent pack: exact against GNU tar, reproducible, unsafe members, excludes" \

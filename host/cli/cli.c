@@ -21,15 +21,39 @@
 static const struct cli_cmd cli_help, cli_session, cli_version, cli_arches, cli_selftest;
 
 /* `sbx help` order. */
-static const struct cli_cmd *const cmds[] = {
-        &cli_hello,         &cli_ping,           &cli_kind,         &cli_stat,
-        &cli_resolve,       &cli_lands_clear,    &cli_exec,         &cli_sh,
-        &cli_session,       &cli_upload_dir,     &cli_download_dir, &cli_upload_path,
-        &cli_download_path, &cli_upload_archive, &cli_run,          &cli_stop,
-        &cli_expire,        &cli_attach,         &cli_output,       &cli_receipt,
-        &cli_rearm,         &cli_close,          &cli_rollout,      &cli_pty,
-        &cli_pty_ls,        &cli_sandbox,        &cli_image,        &cli_version,
-        &cli_arches,        &cli_selftest,       &cli_help,         NULL};
+static const struct cli_cmd *const cmds[] = {&cli_hello,
+                                             &cli_ping,
+                                             &cli_kind,
+                                             &cli_stat,
+                                             &cli_resolve,
+                                             &cli_lands_clear,
+                                             &cli_exec,
+                                             &cli_sh,
+                                             &cli_session,
+                                             &cli_upload_dir,
+                                             &cli_download_dir,
+                                             &cli_upload_path,
+                                             &cli_download_path,
+                                             &cli_upload_archive,
+                                             &cli_run,
+                                             &cli_stop,
+                                             &cli_expire,
+                                             &cli_attach,
+                                             &cli_output,
+                                             &cli_receipt,
+                                             &cli_rearm,
+                                             &cli_close,
+                                             &cli_rollout,
+                                             &cli_pty,
+                                             &cli_pty_ls,
+                                             &cli_forward,
+                                             &cli_sandbox,
+                                             &cli_image,
+                                             &cli_version,
+                                             &cli_arches,
+                                             &cli_selftest,
+                                             &cli_help,
+                                             NULL};
 
 static const struct cli_cmd *find(const struct cli_cmd *const *t, const char *name)
 {

@@ -96,6 +96,7 @@ extern const struct cli_cmd cli_run, cli_stop, cli_expire, cli_attach, cli_outpu
 extern const struct cli_cmd cli_rollout;            /* rollout.c */
 extern const struct cli_cmd cli_pty;                /* pty.c */
 extern const struct cli_cmd cli_pty_ls;             /* pty.c */
+extern const struct cli_cmd cli_forward;            /* fwd.c */
 extern const struct cli_cmd cli_sandbox, cli_image; /* sandbox.c: groups */
 
 /* parse_argv of a command without operands (hello, ping). */
