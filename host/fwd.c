@@ -234,8 +234,9 @@ static void maybe_finished(struct sbx_session *s, struct fwd *f, struct sbx_fwd_
 	if (!sbx_fwdtab_finished(c) || k->len > 0 || !k->shut_done)
 		return;
 	char name[300];
-	say(f, "%s #%08x closed: %llu bytes in, %llu out", spec_name(f, k->spec, name, sizeof name),
-	    c->id, (unsigned long long)k->down, (unsigned long long)k->up);
+	say(f, "%s #%08x closed: %llu bytes to the sandbox, %llu from it",
+	    spec_name(f, k->spec, name, sizeof name), c->id, (unsigned long long)k->up,
+	    (unsigned long long)k->down);
 	drop(s, f, c, 0);
 }
 

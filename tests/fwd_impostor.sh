@@ -79,7 +79,7 @@ waitfor "[ -s '$w/back' ]" 10 || die "no reply reached the agent: $(cat "$w/err"
 |" ] || die "the target got: $(cat "$w/target.log")"
 grep -qx ready "$w/out" || die "no ready line: $(cat "$w/out")"
 grep -qx "out 18080 -> 127.0.0.1:$tport" "$w/out" || die "no forward line: $(cat "$w/out")"
-waitfor "grep -q 'closed: 5 bytes in, 5 out' '$w/err'" 5 || die "no close line: $(cat "$w/err")"
+waitfor "grep -q 'closed: 5 bytes to the sandbox, 5 from it' '$w/err'" 5 || die "no close line: $(cat "$w/err")"
 stops
 ok "an agent's connection reaches the target: its bytes and END travel, the reply and END come back, one line each way"
 : >"$w/target.log"
