@@ -17,7 +17,6 @@
 
 #include "direct.h"
 #include "frame.h"
-#include "fwd.h"
 #include "hello.h"
 #include "job.h"
 #include "keeper.h"
@@ -53,7 +52,6 @@ struct serve {
 	/* The keeper the host set up for this session (SETUP with KEEP 0); without a secret,
 	 * trust requests go to the sandbox's keeper socket. */
 	struct sbx_keeper keeper;
-	struct sbx_fwda fwd; /* TCP forwarding's sockets and connections (agent/fwd.h) */
 	char fatal[256];
 };
 
@@ -150,16 +148,6 @@ static int trust_request(struct serve *s, const struct sbx_frame *f, int64_t op,
 	return 1;
 }
 
-/* FWD_LISTEN and FWD_UNLISTEN (docs/forwarding.md). */
-static int forward(struct serve *s, const struct sbx_frame *f, int64_t op, struct sbx_msgw *w)
-{
-	if (op == SBX_OP_FWD_LISTEN)
-		sbx_fwda_listen(&s->fwd, f->stream, f->payload, f->len, w);
-	else
-		sbx_fwda_unlisten(&s->fwd, f->payload, f->len, w);
-	return 1;
-}
-
 /* Every operation: answered from the request alone (answer), or with the session's state
  * (handle: 1 when w holds the answer, 0 when the answer comes later). */
 struct op {
@@ -195,8 +183,6 @@ static const struct op ops[] = {
 	[SBX_OP_PTY_DETACH]  = {sbx_ptyctl_forward,    NULL},
 	[SBX_OP_PTY_CLOSE]   = {sbx_ptyctl_forward,    NULL},
 	[SBX_OP_PTY_LIST]    = {sbx_ptyctl_list,       NULL},
-	[SBX_OP_FWD_LISTEN]  = {NULL,                  forward},
-	[SBX_OP_FWD_UNLISTEN]= {NULL,                  forward},
 };
 // clang-format on
 
@@ -204,8 +190,7 @@ static void on_request(struct serve *s, const struct sbx_frame *f)
 {
 	struct sbx_field fo;
 	int64_t op = 0;
-	if (f->stream == 0 || sbx_job_find(&s->jobs, f->stream) != NULL ||
-	    sbx_fwda_has(&s->fwd, f->stream)) {
+	if (f->stream == 0 || sbx_job_find(&s->jobs, f->stream) != NULL) {
 		fail(s, "the host opened a request on stream 0 or on a stream in use");
 		return;
 	}
@@ -282,15 +267,6 @@ static int on_frame(struct serve *s, const struct sbx_frame *f)
 		if (f->type != SBX_F_WELCOME || f->stream != 0)
 			return fail(s, "the host sent a frame before WELCOME (on stream 0)");
 		return on_welcome(s, f);
-	}
-	if (f->type == SBX_FRAME_TYPE_OPEN || f->type == SBX_FRAME_TYPE_RESET ||
-	    f->type == SBX_F_DATA || f->type == SBX_F_CREDIT) {
-		const char *why = NULL;
-		int rc = sbx_fwda_frame(&s->fwd, f, &why);
-		if (rc < 0)
-			return fail(s, why);
-		if (rc == 1)
-			return 0;
 	}
 	switch (f->type) {
 	case SBX_F_PING:
@@ -444,26 +420,14 @@ static int direct_switch(struct serve *s)
 /* ---- the loop -------------------------------------------------------------------------- */
 
 /* What a polled descriptor is: the session's own, or a job's pipe. */
-enum what {
-	W_IN,
-	W_SINK,
-	W_SIG,
-	W_OUT,
-	W_DIRECT,
-	W_LIFE,
-	W_FWD,
-	W_STDOUT,
-	W_STDERR,
-	W_STDIN,
-	W_RESULT
-};
+enum what { W_IN, W_SINK, W_SIG, W_OUT, W_DIRECT, W_LIFE, W_STDOUT, W_STDERR, W_STDIN, W_RESULT };
 
 struct watch {
 	enum what what;
 	struct sbx_job *job;
 };
 
-#define WATCH_MAX (6 + 4 * SBX_JOB_MAX)
+#define WATCH_MAX (3 + 4 * SBX_JOB_MAX)
 
 static void watch_fd(struct pollfd *pfd, struct watch *w, int *n, int fd, short events,
                      enum what what, struct sbx_job *job)
@@ -489,10 +453,6 @@ static int watches(struct serve *s, struct pollfd *pfd, struct watch *w, int *ti
 		watch_fd(pfd, w, &n, s->direct.fd, POLLIN, W_DIRECT, NULL);
 	if (s->life_fd >= 0)
 		watch_fd(pfd, w, &n, s->life_fd, POLLIN, W_LIFE, NULL);
-	if (sbx_fwda_fd(&s->fwd) >= 0) {
-		watch_fd(pfd, w, &n, sbx_fwda_fd(&s->fwd), POLLIN, W_FWD, NULL);
-		*timeout = sbx_fwda_timeout(&s->fwd, *timeout);
-	}
 	int room = s->out.bulk_bytes < SBX_JOB_BULK_LIMIT;
 	for (struct sbx_job *j = s->jobs.list; j != NULL; j = j->next) {
 		if (room && j->fd_out >= 0 && j->tx[SBX_CH_STDOUT].avail > 0)
@@ -537,9 +497,6 @@ static int ready(struct serve *s, const struct watch *w, short revents)
 		default:
 			return 0;
 		}
-	case W_FWD:
-		sbx_fwda_step(&s->fwd);
-		return 0;
 	case W_STDOUT:
 		sbx_job_output(&s->jobs, w->job, SBX_CH_STDOUT, revents);
 		return 0;
@@ -569,21 +526,17 @@ static int loop(struct serve *s)
 		if (s->in_eof || s->out_broken)
 			return 0;
 		int n = watches(s, pfd, w, &timeout);
-		int got = poll(pfd, (nfds_t)n, timeout);
-		if (got < 0) {
+		if (poll(pfd, (nfds_t)n, timeout) < 0) {
 			if (errno == EINTR)
 				continue;
 			return fail(s, "poll failed");
 		}
-		if (got == 0)
-			sbx_fwda_step(&s->fwd); /* a connect's deadline came */
 		for (int i = 0; i < n; i++)
 			if (pfd[i].revents != 0 && ready(s, &w[i], pfd[i].revents) != 0)
 				return -1;
 		/* Stdin may have queued replies; try to send them at once. */
 		if (!sbx_outq_empty(&s->out))
 			flush_output(s);
-		sbx_fwda_room(&s->fwd);
 	}
 }
 
@@ -608,7 +561,6 @@ int sbx_serve(int in_fd, int out_fd)
 	                           .splice = &s.splice,
 	                           .resp = s.resp};
 	sbx_frame_dec_init(&s.dec, s.decbuf, SBX_FRAME_HDR + SBX_FRAME_MAX_PAYLOAD);
-	sbx_fwda_init(&s.fwd, &s.out);
 
 	/* SIGCHLD through a signalfd; SIGPIPE ignored so a vanished host is an error value. */
 	sigset_t set;
@@ -631,7 +583,6 @@ int sbx_serve(int in_fd, int out_fd)
 	queue(&s, SBX_LANE_CTRL, SBX_F_HELLO, 0, 0, s.resp, w.len);
 
 	int rc = loop(&s);
-	sbx_fwda_close(&s.fwd);
 	sbx_direct_close(&s.direct);
 	for (struct sbx_job *j = s.jobs.list; j != NULL; j = j->next)
 		sbx_job_kill(j);
