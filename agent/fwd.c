@@ -36,6 +36,7 @@ struct sock {
 	uint32_t armed;
 	int registered;
 	int64_t deadline; /* of a connect */
+	char *target;     /* "ADDR:PORT" while connecting, for the reason of a failure */
 	uint8_t *buf;     /* what the socket did not take yet */
 	size_t len, cap;
 	struct sock *next, *prev;
@@ -130,6 +131,8 @@ static void close_sock(struct sbx_fwd *f, struct sock *s, int hard, int stepping
 	unlink_sock(f, s);
 	free(s->buf);
 	s->buf = NULL;
+	free(s->target);
+	s->target = NULL;
 	if (s->kind == K_CONN && f->lis_paused) {
 		f->lis_paused = 0; /* a descriptor is free again: accept once more */
 		for (struct sock *o = f->socks; o != NULL; o = o->next)
@@ -442,6 +445,8 @@ static int on_open(struct sbx_fwd *f, const struct sbx_frame *fr, struct sbx_err
 		close(fd);
 		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "out of memory");
 	}
+	snprintf(msg, sizeof msg, "%s:%u", o.addr, o.port);
+	s->target = strdup(msg); /* NULL only shortens a reason */
 	s->connecting = 1;
 	s->deadline = sbx_now_ns() + (int64_t)SBX_FWD_CONNECT_MS * 1000000;
 	c->user = s;
@@ -681,11 +686,14 @@ static int on_event(struct sbx_fwd *f, struct sock *s, uint32_t ev, struct sbx_e
 		socklen_t el = sizeof err;
 		getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &err, &el);
 		if (err != 0) {
-			char msg[80];
-			snprintf(msg, sizeof msg, "connect: %s", strerror(err));
+			char msg[SBX_FWD_ADDR_MAX + 128];
+			snprintf(msg, sizeof msg, "connect %s: %s", s->target ? s->target : "",
+			         strerror(err));
 			return reset_conn(f, c, err, msg, 1, e);
 		}
 		s->connecting = 0;
+		free(s->target);
+		s->target = NULL;
 	}
 	if (ev & (EPOLLERR)) {
 		int err = 0;
@@ -697,7 +705,8 @@ static int on_event(struct sbx_fwd *f, struct sock *s, uint32_t ev, struct sbx_e
 		snprintf(msg, sizeof msg, "socket: %s", strerror(err));
 		return reset_conn(f, c, err, msg, 1, e);
 	}
-	if ((ev & EPOLLOUT) || (s->len == 0 && c->got_end && !s->shut)) {
+	/* a HUP with bytes held: the write fails and resets rather than waking poll forever */
+	if ((ev & (EPOLLOUT | EPOLLHUP)) || (s->len == 0 && c->got_end && !s->shut)) {
 		if (flush_sock(f, c, s, 1, e) != 0)
 			return -1;
 		if (s->dead || (c = sbx_fwdtab_find(&f->tab, s->id)) == NULL)
@@ -745,8 +754,11 @@ int sbx_fwd_prepare(struct sbx_fwd *f, int *timeout)
 			continue;
 		if (now >= s->deadline) {
 			struct sbx_fwd_conn *c = sbx_fwdtab_find(&f->tab, s->id);
+			char msg[SBX_FWD_ADDR_MAX + 64];
+			snprintf(msg, sizeof msg, "connect %s: timed out after 10 s",
+			         s->target ? s->target : "");
 			if (c != NULL)
-				reset_conn(f, c, ETIMEDOUT, "connect: timed out after 10 s", 0, &e);
+				reset_conn(f, c, ETIMEDOUT, msg, 0, &e);
 			else
 				close_sock(f, s, 1, 0);
 			continue;

@@ -474,6 +474,10 @@ static int watches(struct serve *s, struct pollfd *pfd, struct watch *w, int *ti
 {
 	int n = 0;
 	*timeout = sbx_direct_timeout(&s->direct, *timeout);
+	/* first: a connect past its deadline queues a RESET, which the W_OUT test below sees */
+	int fwd = sbx_fwd_prepare(s->fwd, timeout);
+	if (fwd >= 0)
+		watch_fd(pfd, w, &n, fwd, POLLIN, W_FWD, NULL);
 	int sink = sbx_sink_pipe(&s->sink, sink_stdin(s), timeout);
 	if (sink >= 0)
 		watch_fd(pfd, w, &n, sink, POLLOUT, W_SINK, NULL);
@@ -486,9 +490,6 @@ static int watches(struct serve *s, struct pollfd *pfd, struct watch *w, int *ti
 		watch_fd(pfd, w, &n, s->direct.fd, POLLIN, W_DIRECT, NULL);
 	if (s->life_fd >= 0)
 		watch_fd(pfd, w, &n, s->life_fd, POLLIN, W_LIFE, NULL);
-	int fwd = sbx_fwd_prepare(s->fwd, timeout);
-	if (fwd >= 0)
-		watch_fd(pfd, w, &n, fwd, POLLIN, W_FWD, NULL);
 	int room = s->out.bulk_bytes < SBX_JOB_BULK_LIMIT;
 	for (struct sbx_job *j = s->jobs.list; j != NULL; j = j->next) {
 		if (room && j->fd_out >= 0 && j->tx[SBX_CH_STDOUT].avail > 0)

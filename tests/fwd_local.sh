@@ -190,5 +190,47 @@ for _ in range(50):
     time.sleep(0.1)
 check(not os.path.exists("/proc/%d" % agent) or open("/proc/%d/stat" % agent).read().rsplit(")", 1)[1].split()[0] == "Z",
       "the agent has exited")
+
+# A connect inside that never completes (a listener whose backlog is full drops the SYN): reset
+# after 10 s, the reason naming the address; a refused one names it too (--verbose lines).
+l = socket.socket()
+l.bind(("127.0.0.1", 0))
+l.listen(0)
+hp = l.getsockname()[1]
+fill = []
+for _ in range(3):
+    f = socket.socket()
+    f.setblocking(False)
+    try:
+        f.connect(("127.0.0.1", hp))
+    except BlockingIOError:
+        pass
+    fill.append(f)
+time.sleep(0.3)
+lp, rp = free_port(), free_port()
+p = subprocess.Popen([sbx, "--runner", "local", "forward", "--verbose",
+                      "--in", "%d:127.0.0.1:%d" % (lp, hp), "--in", "%d:127.0.0.1:%d" % (rp, dead)],
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+while p.stdout.readline().strip() != b"ready":
+    pass
+c = socket.create_connection(("127.0.0.1", rp), timeout=10)
+try:
+    c.recv(1)
+except ConnectionResetError:
+    pass
+t = time.time()
+c = socket.create_connection(("127.0.0.1", lp), timeout=30)
+try:
+    c.recv(1)
+    reset = False
+except ConnectionResetError:
+    reset = True
+took = time.time() - t
+check(reset and 9.5 <= took <= 12, "a connect that hangs inside is reset after 10 s (%.1f s)" % took)
+p.send_signal(signal.SIGTERM)
+err = p.communicate(timeout=10)[1].decode()
+check(("connect 127.0.0.1:%d: timed out after 10 s" % hp) in err, "... its reason names the address")
+check(("connect 127.0.0.1:%d: Connection refused" % dead) in err,
+      "a refused connect's reason names the address and the errno")
 PY
 ok "fwd_local done"
