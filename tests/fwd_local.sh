@@ -232,5 +232,36 @@ err = p.communicate(timeout=10)[1].decode()
 check(("connect 127.0.0.1:%d: timed out after 10 s" % hp) in err, "... its reason names the address")
 check(("connect 127.0.0.1:%d: Connection refused" % dead) in err,
       "a refused connect's reason names the address and the errno")
+
+# --max-conn 2: a third connection is reset at once; once one closes, a new one gets through.
+mp = free_port()
+p = subprocess.Popen([sbx, "--runner", "local", "forward", "--max-conn", "2",
+                      "--out", "%d:127.0.0.1:%d" % (mp, eport)],
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+while p.stdout.readline().strip() != b"ready":
+    pass
+def echoes(c):
+    try:
+        c.sendall(b"x")
+        c.settimeout(5)
+        return c.recv(1) == b"x"
+    except (ConnectionResetError, BrokenPipeError):
+        return False
+cs = [socket.create_connection(("127.0.0.1", mp), timeout=5) for _ in range(2)]
+time.sleep(0.3)
+try:  # the reset may come before the connect returns (a timeout makes it non-blocking)
+    third = echoes(socket.create_connection(("127.0.0.1", mp), timeout=5))
+except ConnectionResetError:
+    third = False
+check([echoes(c) for c in cs] + [third] == [True, True, False],
+      "--max-conn 2: the third connection inside is reset, the first two work")
+cs[0].shutdown(socket.SHUT_WR)
+check(cs[0].recv(1) == b"", "... the first ends cleanly (END both ways)")
+cs[0].close()
+time.sleep(0.5)
+check(echoes(socket.create_connection(("127.0.0.1", mp), timeout=5)),
+      "... and its slot is free again for a new connection")
+p.send_signal(signal.SIGTERM)
+p.communicate(timeout=10)
 PY
 ok "fwd_local done"
