@@ -182,6 +182,8 @@ checks "impersonated agent (tests/fake/agent.py) against the real host (confined
 	"$top/tests/impostor.sh" "$hostdir/sbx"
 checks "sbx forward against an impersonated agent: frames, limits, hostile OPEN/DATA/RESET (confined)" \
 	"$top/tests/fwd_impostor.sh" "$hostdir/sbx"
+checks "TCP forwarding end to end: the agent's side against the real host (local runner)" \
+	"$top/tests/fwd_local.sh" "$hostdir/sbx"
 
 echo "== transfers"
 one "sbx-agent pack: exact against GNU tar, reproducible, unsafe members, excludes" \
