@@ -180,7 +180,9 @@ static int send_reset(struct sbx_fwd *f, uint32_t id, int errnum, const char *ms
 	sbx_msgw_init(&w, buf, sizeof buf);
 	if (errnum != 0 || msg[0] != '\0')
 		sbx_fwdmsg_reset_write(&w, errnum, msg);
-	return push(f, SBX_LANE_CTRL, SBX_FRAME_TYPE_RESET, 0, id, NULL, 0, buf, w.len, e);
+	/* the bulk lane: behind the connection's DATA still queued, which the host would take
+	 * for a protocol error once the RESET made it forget the id (docs/forwarding.md 3) */
+	return push(f, SBX_LANE_BULK, SBX_FRAME_TYPE_RESET, 0, id, NULL, 0, buf, w.len, e);
 }
 
 static int send_credit(struct sbx_fwd *f, uint32_t id, uint8_t ch, uint64_t g, struct sbx_err *e)

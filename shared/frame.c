@@ -1,6 +1,5 @@
 /* Frame codec: header encoding, CRC-32, and the incremental decoder. */
 #include "frame.h"
-#include "proto.h"
 
 #include <string.h>
 
