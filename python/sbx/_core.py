@@ -122,7 +122,7 @@ class Connection:
         # executor: freed here (a running one is cancelled and left to the session, which
         # frees it as it closes), so no coroutine of the loop touches them while it closes.
         for fw in list(self._forwards):
-            fw._drop()
+            fw._drop("forward: the connection was closed")
         for tag, (fut, _) in list(self._ops.items()):
             if not fut.done():
                 fut.set_exception(SandboxUnavailableError("the connection was closed"))
@@ -604,9 +604,9 @@ class Forward:
                 pass  # the connection was closed under it: _drop has run
         self._drop()
 
-    def _drop(self):
+    def _drop(self, why="forward: stopped"):
         """Frees the op now (one still running is cancelled and freed by the library once it
-        ended) and forgets it."""
+        ended) and forgets it; a wait() still waiting raises SandboxUnavailableError(why)."""
         op, self._op = self._op, None
         if op is None:
             return
@@ -615,7 +615,7 @@ class Forward:
         if not lib.sbx_op_done(op):
             self._conn._orphans.append(self._keep)  # its on_event may still be called
         if not self._fut.done():
-            self._fut.set_exception(SandboxUnavailableError("forward: stopped"))
+            self._fut.set_exception(SandboxUnavailableError(why))
             self._fut.exception()  # retrieved: no "never retrieved" warning
         lib.sbx_op_free(op)
         if not self._conn._closed:

@@ -19,8 +19,8 @@ import urllib.request
 import pytest
 
 from conftest import TOP
-from sbx import (AsyncSandbox, SandboxEndpoint, SandboxSpec, SandboxUsageError, SbxError,
-                 SbxProvider, transfer)
+from sbx import (AsyncSandbox, SandboxEndpoint, SandboxSpec, SandboxUnavailableError,
+                 SandboxUsageError, SbxError, SbxProvider, transfer)
 from sbx._lib import lib
 
 FAKE = "python3 %s" % (TOP / "tests" / "fake" / "agent.py")
@@ -111,7 +111,9 @@ def refused(port):
 
 async def test_plumbing_on_an_impersonated_agent(tmp_path):
     """The ready file made, one connection's bytes both ways, the task cancelled: it ends with
-    CancelledError, the C op freed, nothing in flight, the connection still answers."""
+    CancelledError, the C op freed, nothing in flight, the connection still answers.
+    Shown able to fail: with Forward.stop freeing the op at once instead of waiting for the
+    library to end it, the session still held it (sbx_session_ops 1) when the task ended."""
     got = []
     lsn = socket.socket()
     lsn.bind(("127.0.0.1", 0))
@@ -156,6 +158,30 @@ async def test_plumbing_on_an_impersonated_agent(tmp_path):
     finally:
         await p.close(h)
         lsn.close()
+
+
+async def test_closing_the_handle_ends_a_running_forward(tmp_path):
+    """close() under a running forward_ports: the task raises SandboxUnavailableError (an
+    outage, not a cancellation), and the op was given back before the session closed."""
+    p = SbxProvider("local")
+    lsn = socket.socket()
+    lsn.bind(("127.0.0.1", 0))
+    lsn.listen(4)
+    h = await p.connect({"provider": "sbx",
+                         "spec": "via:%s fwd_echo=%s" % (FAKE, tmp_path / "back")})
+    task = asyncio.ensure_future(p.forward_ports(h, "127.0.0.1", {18080: lsn.getsockname()[1]},
+                                                 str(tmp_path / "ready")))
+
+    async def ready():
+        return (tmp_path / "ready").exists()
+
+    await wait_for(ready, 10, "the ready file")
+    conn = h.raw.conn
+    await p.close(h)
+    with pytest.raises(SandboxUnavailableError, match="connection was closed"):
+        await asyncio.wait_for(task, 10)
+    assert not conn._forwards and conn.in_flight == 0
+    lsn.close()
 
 
 async def test_an_agent_that_cannot_forward_is_refused():
