@@ -184,6 +184,44 @@ async def test_closing_the_handle_ends_a_running_forward(tmp_path):
     lsn.close()
 
 
+async def test_endpoint_plumbing_on_an_impersonated_agent():
+    """endpoint() through an agent that echoes every inward connection: the URL's port
+    reaches it, a second call gives the same endpoint on the same forward, an undeclared port
+    is refused, close() closes the host's listener."""
+    p = SbxProvider("local")
+    h = await p.connect({"provider": "sbx", "spec": "via:%s fwd_in_echo" % FAKE,
+                         "ports": [8080]})
+    loop = asyncio.get_running_loop()
+
+    def talk(port):
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as c:
+            c.sendall(b"hello")
+            c.shutdown(socket.SHUT_WR)
+            got = b""
+            while True:
+                b = c.recv(65536)
+                if not b:
+                    return got
+                got += b
+
+    try:
+        ep = await p.endpoint(h, 8080)
+        m = re.fullmatch(r"http://127\.0\.0\.1:(\d+)", ep.endpoint)
+        assert m and ep.headers == {}, ep
+        lport = int(m.group(1))
+        assert await loop.run_in_executor(None, talk, lport) == b"echo:hello"
+        fw = h.raw.endpoints[8080].forward
+        assert await p.endpoint(h, 8080) == ep
+        assert h.raw.endpoints[8080].forward is fw
+        assert await loop.run_in_executor(None, talk, lport) == b"echo:hello"
+        assert fw.counts()[1] == 2
+        with pytest.raises(SandboxUsageError, match="not declared"):
+            await p.endpoint(h, 8081)
+    finally:
+        await p.close(h)
+    assert refused(lport)
+
+
 async def test_an_agent_that_cannot_forward_is_refused():
     """Shown able to fail: with the hello's fwd field missing from _lib.Hello, validate read
     0 for every agent (and the ABI test failed)."""
