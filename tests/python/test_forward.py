@@ -74,7 +74,7 @@ def server():
     srv.server_close()
 
 
-async def wait_for(cond, seconds=10, what="condition"):
+async def until(cond, seconds=10, what="condition"):
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         if await cond():
@@ -144,7 +144,7 @@ async def test_plumbing_on_an_impersonated_agent(tmp_path):
         async def echoed():
             return back.exists()
 
-        await wait_for(echoed, 10, "the agent's reply")
+        await until(echoed, 10, "the agent's reply")
         assert (tmp_path / "ready").exists()
         assert back.read_bytes() == b"pong\n" and got == [b"ping\n"]
         conn = h.raw.conn
@@ -175,7 +175,7 @@ async def test_closing_the_handle_ends_a_running_forward(tmp_path):
     async def ready():
         return (tmp_path / "ready").exists()
 
-    await wait_for(ready, 10, "the ready file")
+    await until(ready, 10, "the ready file")
     conn = h.raw.conn
     await p.close(h)
     with pytest.raises(SandboxUnavailableError, match="connection was closed"):
@@ -295,7 +295,7 @@ async def test_forward_ports_download_then_cancel_mid_transfer(provider, sandbox
             return False
         return await transfer.remote_kind(sb, "/tmp/big") == "file"
 
-    await wait_for(flowing, 30, "the slow download under way")
+    await until(flowing, 30, "the slow download under way")
     t = time.monotonic()
     fwd.cancel()
     with pytest.raises(asyncio.CancelledError):
