@@ -560,8 +560,9 @@ class SbxProvider:
         the host; ports may also be a mapping {inside port: host port}. ready_file (an
         absolute path inside, or None) is created once every listener is up. Cancelling
         closes the listeners and resets every connection, then CancelledError goes on; a
-        failure (an inside port in use: SandboxUnavailableError; an agent that cannot
-        forward: SandboxUsageError) raises."""
+        failure raises: an inside port in use is SandboxTransferError with errno
+        EADDRINUSE (the agent's refusal), an agent that cannot forward SandboxUsageError, a
+        lost sandbox SandboxUnavailableError."""
         self._raw(handle)
         if not isinstance(target_address, str) or not target_address:
             raise SandboxUsageError("forward_ports: target_address must be a host name or "
