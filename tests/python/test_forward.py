@@ -260,6 +260,10 @@ async def test_bad_arguments_are_refused_before_anything_starts():
 # ---- out of the sandbox: forward_ports ----
 
 async def test_forward_ports_download_then_cancel_mid_transfer(provider, sandbox, server):
+    """wget inside waits for the ready file, then downloads 16 MiB (SHA-256 checked); a slow
+    download cut by cancelling the task fails inside with a reset; nothing is left in flight;
+    the same forward again as a mapping. Shown able to fail: with forward_ports not passing
+    ready_file on, the client waiting for it gave up (exit 99)."""
     sb, h = sandbox, sandbox.handle
     port = server.server_address[1]
     conn = await sb.connection()
