@@ -16,7 +16,7 @@ from ctypes import byref, c_double, c_int, c_int64, c_size_t, c_uint8, c_void_p
 
 from . import _lib
 from ._lib import lib
-from .errors import SandboxUnavailableError, SandboxUsageError, from_err
+from .errors import SandboxUnavailableError, SandboxUsageError, SbxError, from_err
 
 INT64_MAX = (1 << 63) - 1
 MAX_FDS = 72
@@ -77,6 +77,7 @@ class Connection:
         self._timer_at = None
         self._closed = False
         self._wakers = set()  # futures of readers waiting for the next step (sbx.pty)
+        self._forwards = set()  # Forward objects whose op is not freed yet
         self._fds = (_lib.PollFd * MAX_FDS)()
         self._deadline = c_int64()
 
@@ -117,6 +118,11 @@ class Connection:
             return
         self._closed = True
         self._disarm()
+        # Forwards are given back to the library before the session is closed in the
+        # executor: freed here (a running one is cancelled and left to the session, which
+        # frees it as it closes), so no coroutine of the loop touches them while it closes.
+        for fw in list(self._forwards):
+            fw._drop("forward: the connection was closed")
         for tag, (fut, _) in list(self._ops.items()):
             if not fut.done():
                 fut.set_exception(SandboxUnavailableError("the connection was closed"))
@@ -451,6 +457,169 @@ class Connection:
             lambda e: lib.sbx_run_read_async(self._s, d, n, int(offset), int(max_bytes),
                                              byref(e)),
             result, "read %s/%s" % (run_dir, name), keep=(d, n))
+
+
+    # ---- TCP forwarding ----
+
+    def forward(self, out=(), in_=(), target=None, ready_file=None, max_conn=0,
+                on_event=None):
+        """Starts a forward operation (sbx_forward_async: out specs "PORT[:HOST:HPORT]", in
+        specs "LPORT:ADDR:PORT"): a Forward, running until stopped or the session breaks.
+        Inward listeners are bound when this returns; a bad spec or a listener that cannot be
+        bound raises here."""
+        if self._closed:
+            raise SandboxUnavailableError("forward: the connection is closed")
+        if not _lib.HAVE_FORWARD:
+            raise SandboxUsageError("forward: this libsbx has no TCP forwarding (%s)"
+                                    % _lib.LIB_PATH)
+        o = _lib.ForwardOpts()
+        keep = [o]
+        out, in_ = list(out), list(in_)
+        if out:
+            ptr, arr = _lib.cstr_array(out)
+            o.out, o.n_out = ptr, len(out)
+            keep.append(arr)
+        if in_:
+            ptr, arr = _lib.cstr_array(in_)
+            setattr(o, "in", ptr)
+            o.n_in = len(in_)
+            keep.append(arr)
+        o.target = _lib.enc(target)
+        o.ready_file = _lib.enc(ready_file)
+        keep += [o.target, o.ready_file]
+        o.max_conn = int(max_conn or 0)
+        if on_event is not None:
+            def event(ctx, line, fn=on_event):
+                try:
+                    fn((line or b"").decode("utf-8", "replace"))
+                except Exception:  # a logger's failure never reaches the library's step
+                    pass
+            o.on_event = _lib.EVENT_FN(event)
+            keep.append(o.on_event)  # called as long as the op lives: kept with it
+        err = _lib.Err()
+        op = lib.sbx_forward_async(self._s, byref(o), byref(err))
+        if not op:
+            raise from_err(err, "forward")
+        tag = next(self._tags)
+        fut = self._loop.create_future()
+        self._ops[tag] = (fut, keep)
+        lib.sbx_op_set_tag(op, tag)
+        fw = Forward(self, op, fut, keep, tag)
+        self._forwards.add(fw)
+        self._step()
+        return fw
+
+
+class Forward:
+    """One forward operation of a Connection (host/sbx.h, "TCP forwarding over the session").
+    It never ends on its own while it works: wait() returns only by raising (the session
+    broke, the agent refused a listener), stop() cancels it (FWD_UNLISTEN, every connection
+    reset, the inward listeners closed) and frees it once the library has ended it."""
+
+    def __init__(self, conn, op, fut, keep, tag):
+        self._conn = conn
+        self._op = op
+        self._fut = fut
+        self._keep = keep
+        self._tag = tag
+
+    @property
+    def ready(self):
+        """Every listener is up (the inside ones answered, the ready file made)."""
+        return bool(self._op) and bool(lib.sbx_forward_ready(self._op))
+
+    @property
+    def running(self):
+        return self._op is not None and not self._fut.done()
+
+    def port(self, i=0):
+        """The host port of in forward i (the one bound when LPORT was 0), or -1."""
+        return lib.sbx_forward_port(self._op, i) if self._op else -1
+
+    def counts(self):
+        """(connections open now, connections since the start)."""
+        if not self._op:
+            return 0, 0
+        n, total = c_size_t(), ctypes.c_uint64()
+        lib.sbx_forward_counts(self._op, byref(n), byref(total))
+        return n.value, total.value
+
+    def _error(self, what="forward"):
+        """The exception of an op that ended."""
+        if self._fut.done() and self._fut.exception() is not None:
+            return self._fut.exception()
+        e = _lib.Err()
+        if self._op and lib.sbx_op_status(self._op, byref(e)) != 0:
+            return from_err(e, what)
+        return SandboxUnavailableError("%s: ended" % what)
+
+    async def wait_ready(self, timeout_s=None):
+        """Until every listener is up; raises the op's error when it ended first."""
+        loop = self._conn._loop
+        end = None if timeout_s is None else loop.time() + timeout_s
+        while not self.ready:
+            if self._op is None or self._fut.done():
+                raise self._error()
+            waker = loop.create_future()
+            self._conn._wakers.add(waker)
+            try:
+                await asyncio.wait({waker, self._fut},
+                                   timeout=None if end is None else max(0, end - loop.time()),
+                                   return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                self._conn._wakers.discard(waker)
+            if end is not None and loop.time() >= end and not self.ready:
+                raise SandboxUnavailableError("forward: not ready within %s s" % timeout_s)
+
+    async def wait(self):
+        """Until the op ends, then its error raised. Cancelling the await leaves the op
+        running (stop() ends it)."""
+        if self._op is None:
+            raise SandboxUnavailableError("forward: stopped")
+        try:
+            await asyncio.shield(self._fut)
+        except asyncio.CancelledError:
+            if not self._fut.done():
+                raise
+        raise self._error()
+
+    async def stop(self):
+        """Cancels the op, waits until the library ended it (its listeners closed, its
+        connections reset: bounded by the session's timeout) and frees it. Idempotent; a
+        second cancellation while it waits leaves the op to the library, which frees it once
+        ended."""
+        op = self._op
+        if op is None:
+            return
+        if not self._fut.done():
+            lib.sbx_op_cancel(op)
+            self._conn._step()
+            try:
+                await asyncio.shield(self._fut)
+            except asyncio.CancelledError:
+                if not self._fut.done():
+                    self._drop()
+                    raise
+            except SbxError:
+                pass  # the connection was closed under it: _drop has run
+        self._drop()
+
+    def _drop(self, why="forward: stopped"):
+        """Frees the op now (one still running is cancelled and freed by the library once it
+        ended) and forgets it; a wait() still waiting raises SandboxUnavailableError(why)."""
+        op, self._op = self._op, None
+        if op is None:
+            return
+        self._conn._forwards.discard(self)
+        self._conn._ops.pop(self._tag, None)
+        if not lib.sbx_op_done(op):
+            self._conn._orphans.append(self._keep)  # its on_event may still be called
+        if not self._fut.done():
+            self._fut.set_exception(SandboxUnavailableError(why))
+            self._fut.exception()  # retrieved: no "never retrieved" warning
+        lib.sbx_op_free(op)
+        if not self._conn._closed:
+            self._conn._arm()
 
 
 _FAILED = object()

@@ -155,7 +155,8 @@ class Hello(Structure):
                 ("agent_version", c_char * 32), ("arch", c_char * 16), ("uid", c_int64),
                 ("euid", c_int64), ("gid", c_int64), ("egid", c_int64), ("pid", c_int64),
                 ("kernel", c_char * 128), ("caps", c_int64), ("cgroup", c_int),
-                ("sha256", c_uint8 * 32), ("max_payload", c_int64), ("window", c_int64)]
+                ("sha256", c_uint8 * 32), ("max_payload", c_int64), ("window", c_int64),
+                ("fwd", c_int)]
 
 
 # The structs whose layout tests/python/test_abi.py checks against the C compiler.
@@ -328,3 +329,27 @@ _proto("sbx_pty_close_async", OP, S, c_char_p, E)
 _proto("sbx_pty_status_async", OP, S, c_char_p, E)
 _proto("sbx_pty_status_result", c_int, OP, POINTER(PtyInfo), E)
 _proto("sbx_pty_op_result", c_int, OP, E)
+
+
+# ---- TCP forwarding over the session (host/sbx.h, docs/forwarding.md) ----
+
+EVENT_FN = ctypes.CFUNCTYPE(None, c_void_p, c_char_p)
+
+
+class ForwardOpts(Structure):
+    _fields_ = [("out", POINTER(c_char_p)), ("n_out", c_size_t), ("in", POINTER(c_char_p)),
+                ("n_in", c_size_t), ("target", c_char_p), ("ready_file", c_char_p),
+                ("max_conn", c_int), ("on_event", EVENT_FN), ("ctx", c_void_p)]
+
+
+STRUCTS["sbx_forward_opts"] = ForwardOpts
+# Bound only when the library has them: a libsbx built before forwarding still loads, and
+# sbx.providers says what is missing (validate_port_forwarding) instead of the import failing.
+try:
+    _proto("sbx_forward_async", OP, S, POINTER(ForwardOpts), E)
+    _proto("sbx_forward_ready", c_int, OP)
+    _proto("sbx_forward_port", c_int, OP, c_size_t)
+    _proto("sbx_forward_counts", None, OP, POINTER(c_size_t), POINTER(c_uint64))
+    HAVE_FORWARD = True
+except AttributeError:
+    HAVE_FORWARD = False

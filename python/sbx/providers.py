@@ -14,6 +14,7 @@ import enum
 import os
 import pathlib
 import shutil
+import logging
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,7 @@ from .errors import (SandboxProbeError, SandboxTransferError, SandboxUnavailable
                      SandboxUsageError, SbxError, from_err)
 
 CREATING_RUNNERS = ("ns", "podman", "docker")
+fwd_log = logging.getLogger("sbx.forward")
 ATTACHING_RUNNERS = ("kubectl", "ssh", "local")
 
 
@@ -112,8 +114,16 @@ ExecResult = SandboxExecResult
 
 @dataclasses.dataclass
 class SandboxEndpoint:
+    """Route to a service inside a sandbox: `endpoint` an absolute URL, `headers` what a
+    client must send with it (sbx's endpoints need none)."""
+
     endpoint: str
     headers: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if "://" not in str(self.endpoint):
+            raise ValueError("SandboxEndpoint.endpoint must be an absolute URL, not %r"
+                             % (self.endpoint,))
 
 
 class SandboxStatus(enum.Enum):
@@ -140,6 +150,18 @@ class _Raw:
     reaper: int | None = None  # the ttl reaper's pid
     closed: bool = False
     lock: Any = None
+    ports: tuple = ()  # SandboxSpec.ports: what endpoint() serves
+    endpoints: dict = dataclasses.field(default_factory=dict)  # port -> _Endpoint
+    endpoint_lock: Any = None
+
+
+@dataclasses.dataclass
+class _Endpoint:
+    """An inward forward endpoint() keeps running for one declared port."""
+
+    conn: Connection
+    forward: Any  # sbx._core.Forward
+    lport: int
 
 
 TARBALLS = (".tar", ".tar.gz", ".tgz", ".tar.xz")
@@ -189,7 +211,8 @@ def _sbx_cli():
 
 class SbxProvider:
     """The provider protocol over sbx's runners. Implements SandboxProvider,
-    ConnectableProvider and SupportsSandboxPauseResume."""
+    ConnectableProvider, SupportsSandboxPauseResume, SupportsSandboxPortForwarding and
+    SupportsSandboxEndpoint."""
 
     def __init__(self, runner: str = "ns", agent_dir: str | None = None,
                  open_timeout_s: float = 30.0):
@@ -246,6 +269,10 @@ class SbxProvider:
         was made removes it again."""
         loop = asyncio.get_running_loop()
         ready = float(spec.ready_timeout_s or 0) or None
+        try:
+            declared = tuple(_port(p, "SandboxSpec.ports") for p in (spec.ports or ()))
+        except SandboxUsageError as exc:
+            raise SandboxCreateError(str(exc)) from exc
         if self.runner == "local":
             sbx_spec, owned = "local", False  # this machine, as the calling user
         elif self.runner in ATTACHING_RUNNERS:
@@ -285,7 +312,7 @@ class SbxProvider:
             sbx_spec, owned = out.value.decode(), True
         raw = _Raw(spec=sbx_spec, owned=owned, env=dict(spec.env or {}), workdir=spec.workdir,
                    metadata=dict(spec.metadata or {}), open_timeout_s=self.open_timeout_s,
-                   lock=asyncio.Lock())
+                   lock=asyncio.Lock(), ports=declared)
         handle = SandboxHandle(sandbox_id=sbx_spec, provider_name=self.name, raw=raw)
         try:
             if owned and spec.ttl_s:
@@ -435,6 +462,7 @@ class SbxProvider:
 
     async def _teardown(self, handle):
         raw = handle.raw
+        raw.endpoints.clear()  # their forwards end with the connection
         conn, raw.conn = raw.conn, None
         if conn is not None:
             await conn.close()
@@ -490,7 +518,8 @@ class SbxProvider:
         secret is not in it: it stays in this machine's key store (docs/supervision.md)."""
         raw = self._raw(handle)
         return {"provider": "sbx", "runner": self.runner, "spec": raw.spec,
-                "env": raw.env, "workdir": raw.workdir, "metadata": raw.metadata}
+                "env": raw.env, "workdir": raw.workdir, "metadata": raw.metadata,
+                "ports": list(raw.ports)}
 
     async def connect(self, descriptor: Mapping[str, Any]) -> SandboxHandle:
         """A live handle from serialize_handle's descriptor. The handle does not own the
@@ -500,10 +529,118 @@ class SbxProvider:
         raw = _Raw(spec=str(descriptor["spec"]), owned=False,
                    env=dict(descriptor.get("env") or {}), workdir=descriptor.get("workdir"),
                    metadata=dict(descriptor.get("metadata") or {}),
-                   open_timeout_s=self.open_timeout_s, lock=asyncio.Lock())
+                   open_timeout_s=self.open_timeout_s, lock=asyncio.Lock(),
+                   ports=tuple(_port(p, "ports") for p in descriptor.get("ports") or ()))
         handle = SandboxHandle(sandbox_id=raw.spec, provider_name=self.name, raw=raw)
         await (await self._conn(handle)).ping()
         return handle
+
+
+    # ---- SupportsSandboxPortForwarding, SupportsSandboxEndpoint (docs/forwarding.md) ----
+
+    def validate_port_forwarding(self, handle: SandboxHandle | None = None) -> None:
+        """Raises SandboxUsageError when forwarding cannot work: this libsbx has no
+        forwarding API, or (given a handle whose connection is open) its agent did not say
+        HELLO FWD = 1. Nothing is opened: an agent not yet met is checked by forward_ports,
+        which raises the same error."""
+        if not _lib.HAVE_FORWARD:
+            raise SandboxUsageError("port forwarding: %s has no sbx_forward_async; rebuild it"
+                                    % _lib.LIB_PATH)
+        if handle is not None:
+            raw = self._raw(handle)
+            if raw.conn is not None and not raw.conn._closed and not raw.conn.hello().fwd:
+                raise SandboxUsageError("port forwarding: the agent of %s cannot forward; "
+                                        "update it" % raw.spec)
+
+    async def forward_ports(self, handle: SandboxHandle, target_address: str,
+                            ports: tuple[int, ...] | Mapping[int, int],
+                            ready_file: str | None) -> None:
+        """Loopback TCP forwarding out of the sandbox, running until cancelled: for each port
+        P a listener on 127.0.0.1:P inside, each connection carried to target_address:P from
+        the host; ports may also be a mapping {inside port: host port}. ready_file (an
+        absolute path inside, or None) is created once every listener is up. Cancelling
+        closes the listeners and resets every connection, then CancelledError goes on; a
+        failure raises: an inside port in use is SandboxTransferError with errno
+        EADDRINUSE (the agent's refusal), an agent that cannot forward SandboxUsageError, a
+        lost sandbox SandboxUnavailableError."""
+        self._raw(handle)
+        if not isinstance(target_address, str) or not target_address:
+            raise SandboxUsageError("forward_ports: target_address must be a host name or "
+                                    "an address")
+        host = target_address
+        if ":" in host and not host.startswith("["):
+            host = "[%s]" % host  # IPv6 in brackets, as the specs want
+        if isinstance(ports, Mapping):
+            pairs = [(_port(i, "ports"), _port(o, "ports")) for i, o in ports.items()]
+        else:
+            pairs = [(_port(p, "ports"),) * 2 for p in ports]
+        if not pairs:
+            raise SandboxUsageError("forward_ports: no ports")
+        if ready_file is not None and not str(ready_file).startswith("/"):
+            raise SandboxUsageError("forward_ports: ready_file %r is not an absolute path"
+                                    % (ready_file,))
+        specs = ["%d:%s:%d" % (i, host, o) for i, o in pairs]
+        conn = await self._conn(handle)
+        fw = conn.forward(out=specs, ready_file=None if ready_file is None else str(ready_file),
+                          on_event=_log_event("forward_ports %s" % ",".join(specs)))
+        try:
+            await fw.wait()  # raises: the op ends only by failing
+        finally:
+            await fw.stop()
+
+    async def endpoint(self, handle: SandboxHandle, port: int) -> SandboxEndpoint:
+        """http://127.0.0.1:LPORT reaching 127.0.0.1:port inside, for a port declared in
+        SandboxSpec.ports (another raises SandboxUsageError, a ValueError). The inward
+        forward is started once per handle and port and kept until the connection closes
+        (close, pause); the next call after that starts it again, on the same LPORT when it
+        is still free."""
+        raw = self._raw(handle)
+        port = _port(port, "endpoint")
+        if port not in raw.ports:
+            raise SandboxUsageError("endpoint: port %d is not declared in SandboxSpec.ports "
+                                    "(declared: %s)" % (port, ", ".join(map(str, raw.ports))
+                                                        or "none"))
+        if raw.endpoint_lock is None:
+            raw.endpoint_lock = asyncio.Lock()
+        async with raw.endpoint_lock:
+            conn = await self._conn(handle)
+            ep = raw.endpoints.get(port)
+            if ep is not None and ep.conn is conn and ep.forward.running:
+                return SandboxEndpoint(endpoint="http://127.0.0.1:%d" % ep.lport, headers={})
+            last = 0
+            if ep is not None:
+                last = ep.lport
+                del raw.endpoints[port]
+                if ep.conn is conn:
+                    await ep.forward.stop()
+            log = _log_event("endpoint %d" % port)
+            try:
+                fw = conn.forward(in_=["%d:127.0.0.1:%d" % (last, port)], on_event=log)
+            except SandboxUnavailableError:
+                if not last:
+                    raise
+                fw = conn.forward(in_=["0:127.0.0.1:%d" % port], on_event=log)  # taken now
+            try:
+                await fw.wait_ready()
+            except BaseException:
+                await fw.stop()
+                raise
+            raw.endpoints[port] = _Endpoint(conn=conn, forward=fw, lport=fw.port(0))
+            return SandboxEndpoint(endpoint="http://127.0.0.1:%d" % fw.port(0), headers={})
+
+
+def _port(p, what):
+    if isinstance(p, bool) or not isinstance(p, int) or not 1 <= p <= 65535:
+        raise SandboxUsageError("%s: %r is not a TCP port (1..65535)" % (what, p))
+    return p
+
+
+def _log_event(prefix):
+    """The forward's connection events as lines of the "sbx.forward" logger (DEBUG), or
+    None (the library then makes none) when that level is off."""
+    if not fwd_log.isEnabledFor(logging.DEBUG):
+        return None
+    return lambda line: fwd_log.debug("%s: %s", prefix, line)
 
 
 class AsyncSandbox:
@@ -536,6 +673,12 @@ class AsyncSandbox:
 
     async def close(self):
         await self.provider.close(self.handle)
+
+    async def forward_ports(self, target_address, ports, ready_file):
+        await self.provider.forward_ports(self.handle, target_address, ports, ready_file)
+
+    async def endpoint(self, port):
+        return await self.provider.endpoint(self.handle, port)
 
     async def connection(self) -> Connection:
         """The native connection (sbx._core.Connection) the transfers use."""
