@@ -95,6 +95,8 @@ both() {
 hexkey() { od -An -tx1 -v "$1" | tr -d ' \n'; }
 
 both hello "hello" '{"op":"hello"}' hello
+both forward "forward --for (no connection)" '{"op":"forward","in":["0:127.0.0.1:9"],"for":0.3}' \
+	forward --in 0:127.0.0.1:9 --for 0.3
 both ping "ping" '{"op":"ping"}' ping
 both pty_ls "pty ls" '{"op":"pty_ls"}' pty ls
 both kind "kind" '{"op":"kind","path":"'"$w"'/src/sub"}' kind "$w/src/sub"

@@ -17,6 +17,7 @@ struct fwd_call {
 	size_t nout, nin;
 	const char *target, *ready_file;
 	int max_conn, verbose;
+	double for_s; /* --for: stop after so many seconds (0: until interrupted) */
 	struct sbx_forward_opts fo;
 	size_t open;
 	uint64_t total;
@@ -63,7 +64,12 @@ static int fwd_argv(struct cli_call *c, int argc, char **argv, struct sbx_err *e
 			x->target = argv[++i];
 		else if (more && strcmp(a, "--ready-file") == 0)
 			x->ready_file = argv[++i];
-		else if (more && strcmp(a, "--max-conn") == 0) {
+		else if (more && strcmp(a, "--for") == 0) {
+			char *end;
+			x->for_s = strtod(argv[++i], &end);
+			if (*end != '\0' || !(x->for_s > 0))
+				return sbx_err_set(e, SBX_EUSAGE, 0, "--for takes seconds");
+		} else if (more && strcmp(a, "--max-conn") == 0) {
 			if (max_conn_of(argv[++i], &x->max_conn, e) != 0)
 				return -1;
 		} else
@@ -80,8 +86,11 @@ static int fwd_json(struct cli_call *c, const struct sbx_json *req, struct sbx_e
 	double mc = 0;
 	if (jlist(req, "out", &x->out, &x->nout, e) != 0 ||
 	    jlist(req, "in", &x->in, &x->nin, e) != 0 || jdouble(req, "max_conn", &mc, e) != 0 ||
-	    jbool(req, "verbose", &x->verbose, e) != 0 || jbool(req, "stream", &c->stream, e) != 0)
+	    jbool(req, "verbose", &x->verbose, e) != 0 ||
+	    jbool(req, "stream", &c->stream, e) != 0 || jdouble(req, "for", &x->for_s, e) != 0)
 		return -1;
+	if (x->for_s < 0)
+		return sbx_err_set(e, SBX_EUSAGE, 0, "\"for\" takes seconds");
 	x->target = jstr(req, "target");
 	x->ready_file = jstr(req, "ready_file");
 	if (mc != 0) {
@@ -125,14 +134,20 @@ static struct sbx_op *fwd_start(struct cli_call *c, struct sbx_err *e)
 {
 	struct fwd_call *x = (struct fwd_call *)c;
 	opts_of(x);
-	return sbx_forward_async(c->s, &x->fo, e);
+	struct sbx_op *op = sbx_forward_async(c->s, &x->fo, e);
+	if (op != NULL && x->for_s > 0)
+		sbx_op_set_deadline(op, x->for_s); /* its end: success (fwd_finish) */
+	return op;
 }
 
 static int fwd_finish(struct cli_call *c, struct sbx_op *op, struct sbx_err *e)
 {
 	struct fwd_call *x = (struct fwd_call *)c;
 	sbx_forward_counts(op, &x->open, &x->total);
-	return sbx_op_status(op, e);
+	int rc = sbx_op_status(op, e);
+	if (rc != 0 && x->for_s > 0 && e->errnum == ETIMEDOUT && e->cls == SBX_EUNAVAILABLE)
+		rc = 0; /* it ran for as long as it was asked to */
+	return rc;
 }
 
 static volatile sig_atomic_t stop_signal;
@@ -164,14 +179,17 @@ static int fwd_run(struct cli_call *c, struct sbx_err *e)
 	sigaction(SIGTERM, &sa, &old_term);
 	struct sbx_op *op = sbx_forward_async(c->s, &x->fo, e);
 	int printed = 0, cancelled = 0, rc = -1;
+	int64_t until = x->for_s > 0 ? sbx_now_ns() + (int64_t)(x->for_s * 1e9) : INT64_MAX;
 	while (op != NULL && !sbx_op_done(op)) {
-		if (stop_signal && !cancelled) {
+		if ((stop_signal || sbx_now_ns() >= until) && !cancelled) {
 			cancelled = 1;
 			sbx_op_cancel(op);
 			continue;
 		}
 		if (!printed && sbx_forward_ready(op)) {
 			printed = 1;
+			if (c->json)
+				continue; /* the document comes at the end */
 			char line[512];
 			for (size_t i = 0; sbx_forward_describe(op, i, line, sizeof line) == 0; i++)
 				cli_printf("%s\n", line);
@@ -223,15 +241,16 @@ const struct cli_cmd cli_forward = {
         .print = fwd_print,
         .done = fwd_done,
         .synopsis = "[--out PORT[:HOST:HPORT]]... [--in LPORT:ADDR:PORT]... [--target HOST] "
-                    "[--ready-file F] [--max-conn N] [--verbose]",
+                    "[--ready-file F] [--max-conn N] [--for S] [--verbose]",
         .summary = "TCP over the session, both ways, until interrupted (docs/forwarding.md)",
         .details = "--out: the sandbox's 127.0.0.1:PORT reaches HOST:HPORT from here (a bare "
                    "PORT: --target, default 127.0.0.1, same port); --in: 127.0.0.1:LPORT here "
                    "(0 picks one) reaches ADDR:PORT as the sandbox sees it; IPv6 in brackets. "
                    "Once every listener is up (the ready file made inside) it prints one line "
-                   "per forward and `ready`; SIGINT or SIGTERM stops it (exit 0). At most "
+                   "per forward and `ready`; SIGINT or SIGTERM stops it (exit 0), as does the end "
+                   "of --for S seconds. At most "
                    "--max-conn (1024) connections per forward; past it a connection is reset.",
-        .fields = "out (array of specs), in (array), target, ready_file, max_conn, verbose; "
+        .fields = "out (array of specs), in (array), target, ready_file, max_conn, for, verbose; "
                   "with \"stream\": true the events \"ready\" and \"log\" (one per connection "
                   "event); runs until {\"op\":\"cancel\",\"id\":...}",
 };
