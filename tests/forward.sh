@@ -1,0 +1,278 @@
+#!/bin/bash
+# forward.sh SBX CUTTER: `sbx forward` with real clients and servers (docs/forwarding.md, issue
+# 21), on ns sandboxes of the BusyBox image (their only interface is lo) and on qemu:aarch64,
+# as root. One "  ok:" per check:
+#  a. BusyBox wget inside reaches Python's http.server on the host through --out: 100 MiB, the
+#     same SHA-256; the harness inside waits for the ready file and connects at once (a
+#     listener not yet up when the file appears is a refused wget); SIGINT ends it (exit 0),
+#     the inside listener is gone and the ready file stays;
+#  b. BusyBox httpd inside reached from the host through --in 0:127.0.0.1:80: curl, then 1,000
+#     concurrent connections (all open before the first request) with 0 errors;
+#  c. half-close both ways with BusyBox nc inside: the request's end travels (the far side
+#     answers only after it) and the reply still comes back;
+#  d. a refused port: --in to an inside port nobody listens on gives the host client a reset
+#     (ECONNRESET, not EOF, not a hang: 10 s timeout), the reason in the --verbose log; --out to
+#     a host port nobody listens on gives wget inside a reset;
+#  e. the channel cut (tests/harness/cutter, eof after 16 MiB agent -> host) while a --in and a
+#     --out connection stream: the host's client and target and the sandbox's server (cat) and
+#     client (wget) all see a reset, sbx forward exits non-zero, its --in port refuses;
+#  f. --max-conn 2: a third concurrent connection is reset, the two held ones finish, a new one
+#     after them is served; the refusal is logged;
+#  g. qemu:aarch64 (the aarch64 agent under QEMU): --out and --in round trips, SHA-256 equal.
+# The TCP clients are tests/bench/fwdload.py (standard-library Python). Every server, forward
+# and sandbox is removed at exit, failed or not.
+. "$(dirname "$0")/lib/suite.sh"
+suite_begin root
+sbx=$(realpath "$1")
+cutter=$(realpath "${2:-$top/build/harness/cutter}")
+load=$top/tests/bench/fwdload.py
+img=$top/build/images/busybox-x86_64
+[ -x "$img/bin/busybox" ] || die "no image $img (make images)"
+[ -x "$cutter" ] || die "no cutter $cutter (make $top/build/harness/cutter)"
+export SBX_NS_DIR=$w/state
+on_exit remove_sandboxes
+bg=() # host pids killed at exit
+on_exit 'for p in "${bg[@]}"; do kill -TERM "$p" 2>/dev/null; done; sleep 0.2; for p in "${bg[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null'
+
+freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+init_pid() { sed -n 's/^pid=//p' "$SBX_NS_DIR/$1/state"; }
+waitport() { # PORT: until something accepts on 127.0.0.1:PORT (10 s)
+	local i
+	for i in $(seq 100); do
+		python3 -c 'import socket,sys; socket.create_connection(("127.0.0.1",int(sys.argv[1])),1).close()' "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	die "nothing listens on 127.0.0.1:$1"
+}
+waitfile() { # FILE: until it exists (20 s)
+	local i
+	for i in $(seq 200); do
+		[ -s "$1" ] && return 0
+		sleep 0.1
+	done
+	die "no $1"
+}
+# fwd OUT SBX-ARGS...: runs sbx SBX-ARGS (a forward) in the background, its stdout in OUT.out
+# and stderr in OUT.err; returns once it printed "ready" (20 s); its pid in $fp.
+fwd() {
+	local o=$1 i r
+	shift
+	"$sbx" "$@" >"$o.out" 2>"$o.err" &
+	fp=$!
+	bg+=("$fp")
+	for i in $(seq 200); do
+		grep -qx ready "$o.out" && return 0
+		if ! kill -0 "$fp" 2>/dev/null; then
+			r=0
+			wait "$fp" || r=$?
+			die "sbx $*: exit $r before ready: $(cat "$o.err")"
+			return 1
+		fi
+		sleep 0.1
+	done
+	die "sbx $*: no ready in 20 s: $(cat "$o.err")"
+}
+# stop PID: SIGINT, then its exit status (10 s, or "hung").
+stop() {
+	local i r=0
+	kill -INT "$1" 2>/dev/null || true
+	for i in $(seq 100); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$1" 2>/dev/null; then
+		kill -9 "$1"
+		echo hung
+		return
+	fi
+	wait "$1" || r=$?
+	echo $r
+}
+inport() { sed -n "s/^in 127\.0\.0\.1:\([0-9]*\) -> $2\$/\1/p" "$1.out"; } # OUT ADDR:PORT
+listening() { in_ns "$1" exec -- netstat -ltn | grep -c " 127\.0\.0\.1:$2 " || true; }
+
+F=$("$sbx" sandbox create --image "$img" --name F)
+fpid=$(init_pid F)
+
+# ---- a. wget inside -> --out -> http.server on the host, 100 MiB ----
+mkdir -p "$w/www"
+head -c $((100 << 20)) /dev/urandom >"$w/www/f"
+fsha=$(sha256sum "$w/www/f" | cut -d' ' -f1)
+hport=$(freeport)
+python3 -m http.server --bind 127.0.0.1 --directory "$w/www" "$hport" >"$w/http.log" 2>&1 &
+bg+=($!)
+waitport "$hport"
+# The harness, started first: it polls for the ready file (every 2 ms) and connects at once.
+in_ns F exec -- rm -f /tmp/ready
+timeout 120 "$sbx" --runner ns:F sh 'while [ ! -e /tmp/ready ]; do usleep 2000; done
+	wget -q -O - http://127.0.0.1:8080/f | sha256sum' >"$w/a.sha" 2>"$w/a.harness" &
+hp=$!
+bg+=("$hp")
+sleep 0.3 # the harness is polling
+fwd "$w/a" --runner ns:F forward --out "8080:127.0.0.1:$hport" --ready-file /tmp/ready
+ready_seen=$(stat -c '%a %s' "$SBX_NS_DIR/F/upper/tmp/ready" 2>/dev/null || echo absent)
+[ "$ready_seen" = "644 0" ] || die "the ready file when ready was printed: $ready_seen"
+[ "$(cat "$w/a.out")" = "out 8080 -> 127.0.0.1:$hport
+ready" ] || die "forward's stdout: $(cat "$w/a.out")"
+r=0
+wait "$hp" || r=$?
+[ $r = 0 ] || die "the harness inside: exit $r: $(cat "$w/a.harness")"
+[ "$(cut -d' ' -f1 "$w/a.sha")" = "$fsha" ] || die "SHA-256 inside $(cat "$w/a.sha"), host $fsha"
+ok "a: wget inside (only lo) -> --out 8080 -> http.server on the host: 100 MiB, SHA-256 equal; the harness waited for the ready file (0644, empty, there when 'ready' was printed) and connected at once"
+[ "$(listening F 8080)" = 1 ] || die "no listener on 8080 inside while forwarding"
+r=$(stop "$fp")
+[ "$r" = 0 ] || die "sbx forward after SIGINT: exit $r: $(cat "$w/a.err")"
+[ "$(listening F 8080)" = 0 ] || die "the listener on 8080 stays after SIGINT"
+[ -e "$SBX_NS_DIR/F/upper/tmp/ready" ] || die "the ready file went with the forward"
+ok "a: SIGINT ends sbx forward with exit 0, the inside listener 127.0.0.1:8080 is closed, the ready file stays"
+
+# ---- b. curl and 1,000 concurrent clients -> --in -> BusyBox httpd inside ----
+head -c 65536 /dev/urandom >"$w/r"
+rsha=$(sha256sum "$w/r" | cut -d' ' -f1)
+"$sbx" --runner ns:F exec -i -- sh -c 'mkdir -p /www && cat >/www/r && echo hi >/www/index.html' <"$w/r"
+in_ns F exec -- busybox httpd -p 127.0.0.1:80 -h /www # daemonizes
+fwd "$w/b" --runner ns:F forward --in 0:127.0.0.1:80
+lport=$(inport "$w/b" 127.0.0.1:80)
+[ -n "$lport" ] && [ "$lport" != 0 ] && [ "$(wc -l <"$w/b.out")" = 2 ] || die "forward's stdout: $(cat "$w/b.out")"
+[ "$(curl -sf --max-time 10 "http://127.0.0.1:$lport/r" | sha256sum | cut -d' ' -f1)" = "$rsha" ] ||
+	die "curl through --in: $(curl -sv --max-time 10 "http://127.0.0.1:$lport/r" 2>&1 | tail -5)"
+ok "b: curl -> --in 127.0.0.1:$lport (picked) -> httpd inside on 127.0.0.1:80: 64 KiB, SHA-256 equal"
+r=0
+timeout 180 python3 "$load" http --port "$lport" --path /r --conns 1000 --sha256 "$rsha" --timeout 150 >"$w/b.load" 2>&1 || r=$?
+[ $r = 0 ] || die "1,000 concurrent: exit $r: $(cat "$w/b.load")"
+ok "b: 1,000 concurrent connections through --in (all open before the first request): $(cat "$w/b.load")"
+r=$(stop "$fp")
+[ "$r" = 0 ] || die "sbx forward after SIGINT: exit $r: $(tail -5 "$w/b.err")"
+
+# ---- c. half-close both ways, BusyBox nc inside ----
+# The host's server answers "got N SHA" only after the request's end.
+cat >"$w/hc.py" <<'PY'
+import hashlib, socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(4)
+open(sys.argv[1] + ".tmp", "w").write(str(s.getsockname()[1]))
+import os; os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+c, _ = s.accept()
+c.settimeout(20)
+got = b""
+while True:
+    b = c.recv(65536)
+    if not b:
+        break
+    got += b
+c.sendall(b"got %d %s\n" % (len(got), hashlib.sha256(got).hexdigest().encode()))
+c.close()
+PY
+python3 "$w/hc.py" "$w/hc.port" &
+bg+=($!)
+waitfile "$w/hc.port"
+in_ns F sh 'nc -l -p 7000 -e sh -c "wc -c; echo END" </dev/null >/dev/null 2>&1 &'
+fwd "$w/c" --runner ns:F forward --in 0:127.0.0.1:7000 --out "7001:127.0.0.1:$(cat "$w/hc.port")"
+lport=$(inport "$w/c" 127.0.0.1:7000)
+reply=$(timeout 20 python3 -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 10)
+s.settimeout(10)
+s.sendall(b"x" * 100000)
+s.shutdown(socket.SHUT_WR)
+got = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    got += b
+sys.stdout.write(got.decode())' "$lport") || die "half-close --in: the client failed: $reply"
+[ "$(echo $reply)" = "100000 END" ] || die "half-close --in: reply '$reply'"
+ok "c: --in: the host client's shutdown(SHUT_WR) reaches nc -e 'wc -c' inside, its reply (100000 END) comes back"
+out=$(timeout 20 "$sbx" --runner ns:F sh 'head -c 100000 /dev/urandom >/tmp/hc && nc 127.0.0.1 7001 </tmp/hc; sha256sum /tmp/hc') ||
+	die "half-close --out: $out"
+[ "$(echo "$out" | head -1)" = "got 100000 $(echo "$out" | sed -n 2p | cut -d' ' -f1)" ] || die "half-close --out: $out"
+ok "c: --out: BusyBox nc's half-close at its stdin's end reaches the host's server, which answers only then; the answer (count, SHA-256) comes back"
+r=$(stop "$fp")
+[ "$r" = 0 ] || die "sbx forward after SIGINT: exit $r: $(tail -5 "$w/c.err")"
+
+# ---- d. refused ports give resets ----
+dead=$(freeport)
+fwd "$w/d" --runner ns:F forward --verbose --in 0:127.0.0.1:81 --out "7002:127.0.0.1:$dead"
+lport=$(inport "$w/d" 127.0.0.1:81)
+o1=$(timeout 30 python3 "$load" reset --port "$lport" --timeout 10)
+o2=$(timeout 30 python3 "$load" reset --port "$lport" --send "GET / HTTP/1.0" --timeout 10)
+[ "$o1" = reset ] && [ "$o2" = reset ] || die "--in to a closed inside port: the client saw '$o1', '$o2' (not a reset)"
+sleep 0.3
+grep -qi 'refused' "$w/d.err" || die "--verbose says nothing refused: $(cat "$w/d.err")"
+ok "d: --in to an inside port nobody listens on: the host client gets ECONNRESET (read and write), not EOF or a hang; --verbose: $(grep -i -m1 refused "$w/d.err")"
+r=0
+o=$(timeout 30 "$sbx" --runner ns:F exec -- wget -O /dev/null http://127.0.0.1:7002/ 2>&1) || r=$?
+[ $r != 0 ] && grep -q 'reset by peer' <<<"$o" || die "--out to a closed host port: wget exit $r: $o"
+ok "d: --out to a host port nobody listens on: wget inside sees a reset ($(grep -m1 'reset by peer' <<<"$o"))"
+kill -0 "$fp" || die "sbx forward died of refused connections: $(cat "$w/d.err")"
+r=$(stop "$fp")
+[ "$r" = 0 ] || die "sbx forward after SIGINT: exit $r"
+
+# ---- e. the channel cut while a --in and a --out connection stream ----
+rm -f "$w/e.iport" "$w/e.tport"
+timeout 120 python3 "$load" cut --in-port-file "$w/e.iport" --target-port-file "$w/e.tport" --timeout 30 >"$w/e.res" 2>&1 &
+cp=$!
+bg+=("$cp")
+waitfile "$w/e.tport"
+in_ns F sh 'rm -f /tmp/cat.err /tmp/wget.err; nc -l -p 9000 -e sh -c "cat /dev/zero 2>/tmp/cat.err; echo rc=\$? >>/tmp/cat.err" </dev/null >/dev/null 2>&1 &'
+# The exec way into F (the ns runner's own argv, runner/ns.c sbx_ns_argv) through the cutter.
+via="$cutter eof -1 $((16 << 20)) -- env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root $SBX_NS_DIR/F/sbx-enter enter $fpid {agent} serve"
+fwd "$w/e" --agent /.sbx/sbx-agent --via "$via" forward --in 0:127.0.0.1:9000 --out "9001:127.0.0.1:$(cat "$w/e.tport")" --ready-file /tmp/ready-e
+lport=$(inport "$w/e" 127.0.0.1:9000)
+timeout 60 "$sbx" --runner ns:F sh 'wget -O /dev/null http://127.0.0.1:9001/big 2>/tmp/wget.err; echo rc=$? >>/tmp/wget.err' >/dev/null 2>&1 &
+wp=$!
+bg+=("$wp")
+echo "$lport" >"$w/e.iport.tmp" && mv "$w/e.iport.tmp" "$w/e.iport"
+for i in $(seq 300); do
+	kill -0 "$fp" 2>/dev/null || break
+	sleep 0.1
+done
+kill -0 "$fp" 2>/dev/null && die "sbx forward still runs 30 s after the channel's cut"
+r=0
+wait "$fp" || r=$?
+wait "$cp" || true
+wait "$wp" || true
+res=$(cat "$w/e.res")
+[ $r != 0 ] || die "sbx forward exit 0 after the channel's cut: $(cat "$w/e.err")"
+[ "$(jget client "$w/e.res")" = reset ] || die "the host's --in client: $res"
+[ "$(jget target "$w/e.res")" = reset ] || die "the host's --out target: $res"
+ok "e: channel cut mid-stream: the host's --in client ($(jget client_got "$w/e.res") bytes read) and --out target ($(jget target_sent "$w/e.res") bytes sent) see ECONNRESET; sbx forward exits $r ($(tail -1 "$w/e.err"))"
+sleep 0.5
+cat_err=$(in_ns F exec -- cat /tmp/cat.err 2>&1 || true)
+wget_err=$(in_ns F exec -- cat /tmp/wget.err 2>&1 || true)
+grep -q 'reset by peer' <<<"$cat_err" || die "the server inside (cat into the --in connection): $cat_err"
+grep -q 'reset by peer' <<<"$wget_err" || die "the client inside (wget through --out): $wget_err"
+ok "e: inside, the --in server (cat: $(head -1 <<<"$cat_err")) and the --out client (wget: $(head -1 <<<"$wget_err")) see a reset"
+[ "$(python3 "$load" reset --port "$lport" --timeout 5)" = refused ] || die "the --in port $lport still takes connections"
+ok "e: the --in listener 127.0.0.1:$lport is gone (connection refused)"
+
+# ---- f. --max-conn 2 ----
+fwd "$w/f" --runner ns:F forward --verbose --max-conn 2 --in 0:127.0.0.1:80
+lport=$(inport "$w/f" 127.0.0.1:80)
+timeout 60 python3 "$load" maxconn --port "$lport" --limit 2 --timeout 10 >"$w/f.res" 2>&1 || die "maxconn: $(cat "$w/f.res")"
+[ "$(jget extra "$w/f.res")" = reset ] || die "the third connection: $(cat "$w/f.res")"
+for k in held.0 held.1 after; do
+	[[ "$(jget $k "$w/f.res")" =~ ^HTTP/1\.[01]\ 200 ]] || die "$k: $(cat "$w/f.res")"
+done
+sleep 0.3
+grep -q 'refusing' "$w/f.err" || die "no refusal logged: $(cat "$w/f.err")"
+ok "f: --max-conn 2: the third concurrent connection is reset, the two held ones then get 200, a later one too; logged: $(grep -m1 refusing "$w/f.err")"
+r=$(stop "$fp")
+[ "$r" = 0 ] || die "sbx forward after SIGINT: exit $r"
+
+# ---- g. qemu:aarch64 ----
+command -v qemu-aarch64-static >/dev/null || die "no qemu-aarch64-static (toolchain/deps.sh installs qemu-user-static)"
+head -c $((8 << 20)) /dev/urandom >"$w/www/g"
+gsha=$(sha256sum "$w/www/g" | cut -d' ' -f1)
+"$sbx" --runner qemu:aarch64 --json hello | grep -q '"arch":"aarch64"' || die "qemu:aarch64 hello"
+gport=$(freeport)
+fwd "$w/g" --runner qemu:aarch64 forward --out "$gport:127.0.0.1:$hport" --in "0:127.0.0.1:$hport" --ready-file "$w/g.ready"
+[ -e "$w/g.ready" ] || die "qemu: no ready file when ready was printed"
+lport=$(inport "$w/g" "127.0.0.1:$hport")
+[ "$(curl -sf --max-time 60 "http://127.0.0.1:$gport/g" | sha256sum | cut -d' ' -f1)" = "$gsha" ] || die "qemu: --out round trip"
+[ "$(curl -sf --max-time 60 "http://127.0.0.1:$lport/g" | sha256sum | cut -d' ' -f1)" = "$gsha" ] || die "qemu: --in round trip"
+r=$(stop "$fp")
+[ "$r" = 0 ] || die "qemu: sbx forward after SIGINT: exit $r"
+ok "g: qemu:aarch64 (the aarch64 agent under QEMU): 8 MiB through --out and through --in, SHA-256 equal, ready file made, SIGINT exit 0"
