@@ -91,7 +91,7 @@ stop() {
 inport() { sed -n "s/^in 127\.0\.0\.1:\([0-9]*\) -> $2\$/\1/p" "$1.out"; } # OUT ADDR:PORT
 listening() { in_ns "$1" exec -- netstat -ltn | grep -c " 127\.0\.0\.1:$2 " || true; }
 
-F=$("$sbx" sandbox create --image "$img" --name F)
+"$sbx" sandbox create --image "$img" --name F >/dev/null
 fpid=$(init_pid F)
 
 # ---- a. wget inside -> --out -> http.server on the host, 100 MiB ----
@@ -183,7 +183,7 @@ while True:
         break
     got += b
 sys.stdout.write(got.decode())' "$lport") || die "half-close --in: the client failed: $reply"
-[ "$(echo $reply)" = "100000 END" ] || die "half-close --in: reply '$reply'"
+[ "$(tr "\n" " " <<<"$reply")" = "100000 END " ] || die "half-close --in: reply '$reply'"
 ok "c: --in: the host client's shutdown(SHUT_WR) reaches nc -e 'wc -c' inside, its reply (100000 END) comes back"
 out=$(timeout 20 "$sbx" --runner ns:F sh 'head -c 100000 /dev/urandom >/tmp/hc && nc 127.0.0.1 7001 </tmp/hc; sha256sum /tmp/hc') ||
 	die "half-close --out: $out"
@@ -225,7 +225,7 @@ timeout 60 "$sbx" --runner ns:F sh 'wget -O /dev/null http://127.0.0.1:9001/big 
 wp=$!
 bg+=("$wp")
 echo "$lport" >"$w/e.iport.tmp" && mv "$w/e.iport.tmp" "$w/e.iport"
-for i in $(seq 300); do
+for _ in $(seq 300); do
 	kill -0 "$fp" 2>/dev/null || break
 	sleep 0.1
 done
@@ -276,3 +276,12 @@ lport=$(inport "$w/g" "127.0.0.1:$hport")
 r=$(stop "$fp")
 [ "$r" = 0 ] || die "qemu: sbx forward after SIGINT: exit $r"
 ok "g: qemu:aarch64 (the aarch64 agent under QEMU): 8 MiB through --out and through --in, SHA-256 equal, ready file made, SIGINT exit 0"
+
+# ---- nothing left inside ----
+# Every forward above has ended: inside, the only listener is httpd's, and the only agents are
+# init and the serve of the session asking.
+left=$(in_ns F exec -- netstat -ltn | awk 'NR > 2 {print $4}' | sort | tr '\n' ' ')
+[ "$left" = "127.0.0.1:80 " ] || die "listeners left inside: $left"
+agents=$(in_ns F sh 'for p in /proc/[0-9]*; do tr "\\0" " " <$p/cmdline; echo; done 2>/dev/null | grep -c "^sbx-agent "')
+[ "$agents" = 2 ] || die "sbx-agent processes inside: $agents ($(in_ns F exec -- ps))"
+ok "after the forwards: no listener left inside but httpd's, no agent but init and this session's serve"

@@ -315,6 +315,7 @@ def maxconn(a):
             data += d
         res.append(data.split(b"\r\n", 1)[0].decode(errors="replace"))
         s.close()
+    time.sleep(0.5)  # their streams end (END both ways) before they stop counting
     after = socket.create_connection((a.host, a.port), timeout=a.timeout)
     after.sendall(b"GET /index.html HTTP/1.0\r\n\r\n")
     after.settimeout(a.timeout)
