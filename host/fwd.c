@@ -455,6 +455,12 @@ static struct sbx_op *owner(struct sbx_session *s, uint32_t id, struct sbx_fwd_c
 	return NULL;
 }
 
+static void set_ready(struct fwd *f)
+{
+	f->ready = 1;
+	say(f, "ready");
+}
+
 static int on_open(struct sbx_session *s, const struct sbx_frame *fr)
 {
 	struct sbx_fwd_open o;
@@ -469,8 +475,10 @@ static int on_open(struct sbx_session *s, const struct sbx_frame *fr)
 		 * in (and ok) though the op has not stepped on it yet. */
 		if (f->listen_id == 0 && f->listening && op->p != NULL && op->p->done &&
 		    op->p->id == o.listener &&
-		    sbx_response_status(op->p->resp, op->p->resp_len, &e) == 0)
+		    sbx_response_status(op->p->resp, op->p->resp_len, &e) == 0) {
 			f->listen_id = o.listener;
+			set_ready(f);
+		}
 		if (f->listen_id == o.listener && f->listen_id != 0) {
 			struct sbx_fwd_conn *c;
 			if (owner(s, fr->stream, &c) != NULL)
@@ -721,12 +729,6 @@ static void maybe_stopped(struct sbx_op *op, struct fwd *f)
 	sbx_op_finish(op, -1, &op->stop_err);
 }
 
-static void set_ready(struct fwd *f)
-{
-	f->ready = 1;
-	say(f, "ready");
-}
-
 static void fwd_step(struct sbx_op *op, int ev)
 {
 	struct sbx_session *s = op->s;
@@ -757,7 +759,8 @@ static void fwd_step(struct sbx_op *op, int ev)
 			}
 			if (was_listen) {
 				f->listen_id = op->p->id;
-				set_ready(f);
+				if (!f->ready)
+					set_ready(f);
 				if (op->stopping)
 					unlisten_request(op, f);
 			}

@@ -120,3 +120,50 @@ kill -0 $fpid || die "the flood ended the forward: $(cat "$w/err")"
 [ "$(grep -c opened "$w/err")" = 2 ] || die "more than max-conn connections: $(cat "$w/err")"
 stops
 ok "6 OPENs past --max-conn 2: 4 refused with a reset, their DATA in flight dropped (no protocol error), 2 served"
+
+# ---- the JSON-lines op ----
+: >"$w/target.log"
+rm -f "$w/back"
+python3 - "$sbx" "$fake_agent fwd_echo=$w/back" "$tport" "$w/back" <<'PY' || die "the JSON-lines forward failed"
+import base64, json, os, subprocess, sys, time
+sbx, via, tport, back = sys.argv[1:5]
+p = subprocess.Popen([sbx, "--via", via, "session"], stdin=subprocess.PIPE,
+                     stdout=subprocess.PIPE, text=True)
+def send(o):
+    p.stdin.write(json.dumps(o) + "\n")
+    p.stdin.flush()
+send({"id": "f", "op": "forward", "out": ["18080:127.0.0.1:" + tport], "stream": True,
+      "verbose": True})
+events = []
+while True:
+    line = p.stdout.readline()
+    assert line, "the session ended early"
+    m = json.loads(line)
+    assert m.get("id") == "f", m
+    events.append(m.get("event"))
+    if m.get("event") == "log" and b"closed" in base64.b64decode(m["data_b64"]):
+        break
+assert events[0] == "ready", events
+for _ in range(100):
+    if os.path.exists(back) and open(back).read() == "pong\n":
+        break
+    time.sleep(0.05)
+else:
+    sys.exit("no pong reached the agent")
+send({"id": "k", "op": "kind", "path": "/"})
+send({"op": "cancel", "id": "f"})
+got = []
+while len(got) < 3:
+    m = json.loads(p.stdout.readline())
+    if "event" not in m:
+        got.append(m)
+kind = [m for m in got if m["id"] == "k"]
+ack = [m for m in got if m.get("op") == "cancel"]
+end = [m for m in got if m["id"] == "f" and m.get("op") != "cancel"]
+assert kind and kind[0]["ok"] is True and kind[0]["kind"] == "dir", got
+assert ack and ack[0]["ok"] is True, got
+assert end and end[0]["ok"] is False and end[0]["error"]["errno"] == 125, got
+p.stdin.close()
+assert p.wait(10) == 0
+PY
+ok "sbx session: a forward op streams 'ready' and one 'log' event per connection event, runs beside a probe, ends on cancel (ECANCELED)"

@@ -80,7 +80,7 @@ static int fwd_json(struct cli_call *c, const struct sbx_json *req, struct sbx_e
 	double mc = 0;
 	if (jlist(req, "out", &x->out, &x->nout, e) != 0 ||
 	    jlist(req, "in", &x->in, &x->nin, e) != 0 || jdouble(req, "max_conn", &mc, e) != 0 ||
-	    jbool(req, "verbose", &x->verbose, e) != 0)
+	    jbool(req, "verbose", &x->verbose, e) != 0 || jbool(req, "stream", &c->stream, e) != 0)
 		return -1;
 	x->target = jstr(req, "target");
 	x->ready_file = jstr(req, "ready_file");
