@@ -15,7 +15,8 @@
 #     a host port nobody listens on gives wget inside a reset;
 #  e. the channel cut (tests/harness/cutter, eof after 16 MiB agent -> host) while a --in and a
 #     --out connection stream: the host's client and target and the sandbox's server (cat) and
-#     client (wget) all see a reset, sbx forward exits non-zero, its --in port refuses;
+#     client (wget) all see a reset, sbx forward exits non-zero, its --in port refuses; then the
+#     channel's process SIGKILLed (cutter kill): the host's client and target see a reset;
 #  f. --max-conn 2: a third concurrent connection is reset, the two held ones finish, a new one
 #     after them is served; the refusal is logged;
 #  g. qemu:aarch64 (the aarch64 agent under QEMU): --out and --in round trips, SHA-256 equal.
@@ -247,6 +248,35 @@ grep -q 'reset by peer' <<<"$wget_err" || die "the client inside (wget through -
 ok "e: inside, the --in server (cat: $(head -1 <<<"$cat_err")) and the --out client (wget: $(head -1 <<<"$wget_err")) see a reset"
 [ "$(python3 "$load" reset --port "$lport" --timeout 5)" = refused ] || die "the --in port $lport still takes connections"
 ok "e: the --in listener 127.0.0.1:$lport is gone (connection refused)"
+
+# The channel's process killed (cutter kill: SIGKILL to its child, sbx-enter and the agent it
+# starts, after 16 MiB agent -> host): the host's side alone is checked (what the sandbox's
+# peers see depends on how the agent ended): the host's --in client and --out target see a
+# reset, sbx forward exits non-zero, the port refuses.
+rm -f "$w/e.iport" "$w/e.tport"
+timeout 120 python3 "$load" cut --in-port-file "$w/e.iport" --target-port-file "$w/e.tport" --timeout 30 >"$w/e2.res" 2>&1 &
+cp=$!
+bg+=("$cp")
+waitfile "$w/e.tport"
+in_ns F sh 'nc -l -p 9000 -e cat /dev/zero </dev/null >/dev/null 2>&1 &'
+fwd "$w/e2" --agent /.sbx/sbx-agent --via "${via/eof/kill}" forward --in 0:127.0.0.1:9000 --out "9001:127.0.0.1:$(cat "$w/e.tport")"
+lport=$(inport "$w/e2" 127.0.0.1:9000)
+timeout 60 "$sbx" --runner ns:F exec -- wget -q -O /dev/null http://127.0.0.1:9001/big >/dev/null 2>&1 &
+bg+=($!)
+echo "$lport" >"$w/e.iport.tmp" && mv "$w/e.iport.tmp" "$w/e.iport"
+for _ in $(seq 300); do
+	kill -0 "$fp" 2>/dev/null || break
+	sleep 0.1
+done
+kill -0 "$fp" 2>/dev/null && die "sbx forward still runs 30 s after the channel was killed"
+r=0
+wait "$fp" || r=$?
+wait "$cp" || true
+[ $r != 0 ] || die "sbx forward exit 0 after the channel was killed: $(cat "$w/e2.err")"
+[ "$(jget client "$w/e2.res")" = reset ] && [ "$(jget target "$w/e2.res")" = reset ] ||
+	die "channel killed: the host's --in client and --out target: $(cat "$w/e2.res")"
+[ "$(python3 "$load" reset --port "$lport" --timeout 5)" = refused ] || die "channel killed: the --in port $lport still takes connections"
+ok "e: the channel's process SIGKILLed mid-stream: the host's --in client and --out target see ECONNRESET; sbx forward exits $r, its port refuses"
 
 # ---- f. --max-conn 2 ----
 fwd "$w/f" --runner ns:F forward --verbose --max-conn 2 --in 0:127.0.0.1:80
