@@ -73,9 +73,11 @@ fwd() {
 	done
 	die "sbx $*: no ready in 20 s: $(cat "$o.err")"
 }
-# stop PID: SIGINT, then its exit status (10 s, or "hung").
+# stop PID: SIGINT, then its exit status in $r (10 s, or "hung"). Not in $(...): only this
+# shell can wait for it.
 stop() {
-	local i r=0
+	local i
+	r=0
 	kill -INT "$1" 2>/dev/null || true
 	for i in $(seq 100); do
 		kill -0 "$1" 2>/dev/null || break
@@ -83,11 +85,10 @@ stop() {
 	done
 	if kill -0 "$1" 2>/dev/null; then
 		kill -9 "$1"
-		echo hung
+		r=hung
 		return
 	fi
 	wait "$1" || r=$?
-	echo $r
 }
 inport() { sed -n "s/^in 127\.0\.0\.1:\([0-9]*\) -> $2\$/\1/p" "$1.out"; } # OUT ADDR:PORT
 listening() { in_ns "$1" exec -- netstat -ltn | grep -c " 127\.0\.0\.1:$2 " || true; }
@@ -121,7 +122,7 @@ wait "$hp" || r=$?
 [ "$(cut -d' ' -f1 "$w/a.sha")" = "$fsha" ] || die "SHA-256 inside $(cat "$w/a.sha"), host $fsha"
 ok "a: wget inside (only lo) -> --out 8080 -> http.server on the host: 100 MiB, SHA-256 equal; the harness waited for the ready file (0644, empty, there when 'ready' was printed) and connected at once"
 [ "$(listening F 8080)" = 1 ] || die "no listener on 8080 inside while forwarding"
-r=$(stop "$fp")
+stop "$fp"
 [ "$r" = 0 ] || die "sbx forward after SIGINT: exit $r: $(cat "$w/a.err")"
 [ "$(listening F 8080)" = 0 ] || die "the listener on 8080 stays after SIGINT"
 [ -e "$SBX_NS_DIR/F/upper/tmp/ready" ] || die "the ready file went with the forward"
@@ -142,7 +143,7 @@ r=0
 timeout 180 python3 "$load" http --port "$lport" --path /r --conns 1000 --sha256 "$rsha" --timeout 150 >"$w/b.load" 2>&1 || r=$?
 [ $r = 0 ] || die "1,000 concurrent: exit $r: $(cat "$w/b.load")"
 ok "b: 1,000 concurrent connections through --in (all open before the first request): $(cat "$w/b.load")"
-r=$(stop "$fp")
+stop "$fp"
 [ "$r" = 0 ] || die "sbx forward after SIGINT: exit $r: $(tail -5 "$w/b.err")"
 
 # ---- c. half-close both ways, BusyBox nc inside ----
@@ -190,7 +191,7 @@ out=$(timeout 20 "$sbx" --runner ns:F sh 'head -c 100000 /dev/urandom >/tmp/hc &
 	die "half-close --out: $out"
 [ "$(echo "$out" | head -1)" = "got 100000 $(echo "$out" | sed -n 2p | cut -d' ' -f1)" ] || die "half-close --out: $out"
 ok "c: --out: BusyBox nc's half-close at its stdin's end reaches the host's server, which answers only then; the answer (count, SHA-256) comes back"
-r=$(stop "$fp")
+stop "$fp"
 [ "$r" = 0 ] || die "sbx forward after SIGINT: exit $r: $(tail -5 "$w/c.err")"
 
 # ---- d. refused ports give resets ----
@@ -208,7 +209,7 @@ o=$(timeout 30 "$sbx" --runner ns:F exec -- wget -O /dev/null http://127.0.0.1:7
 [ $r != 0 ] && grep -q 'reset by peer' <<<"$o" || die "--out to a closed host port: wget exit $r: $o"
 ok "d: --out to a host port nobody listens on: wget inside sees a reset ($(grep -m1 'reset by peer' <<<"$o"))"
 kill -0 "$fp" || die "sbx forward died of refused connections: $(cat "$w/d.err")"
-r=$(stop "$fp")
+stop "$fp"
 [ "$r" = 0 ] || die "sbx forward after SIGINT: exit $r"
 
 # ---- e. the channel cut while a --in and a --out connection stream ----
@@ -289,7 +290,7 @@ done
 sleep 0.3
 grep -q 'refusing' "$w/f.err" || die "no refusal logged: $(cat "$w/f.err")"
 ok "f: --max-conn 2: the third concurrent connection is reset, the two held ones then get 200, a later one too; logged: $(grep -m1 refusing "$w/f.err")"
-r=$(stop "$fp")
+stop "$fp"
 [ "$r" = 0 ] || die "sbx forward after SIGINT: exit $r"
 
 # ---- g. qemu:aarch64 ----
@@ -303,7 +304,7 @@ fwd "$w/g" --runner qemu:aarch64 forward --out "$gport:127.0.0.1:$hport" --in "0
 lport=$(inport "$w/g" "127.0.0.1:$hport")
 [ "$(curl -sf --max-time 60 "http://127.0.0.1:$gport/g" | sha256sum | cut -d' ' -f1)" = "$gsha" ] || die "qemu: --out round trip"
 [ "$(curl -sf --max-time 60 "http://127.0.0.1:$lport/g" | sha256sum | cut -d' ' -f1)" = "$gsha" ] || die "qemu: --in round trip"
-r=$(stop "$fp")
+stop "$fp"
 [ "$r" = 0 ] || die "qemu: sbx forward after SIGINT: exit $r"
 ok "g: qemu:aarch64 (the aarch64 agent under QEMU): 8 MiB through --out and through --in, SHA-256 equal, ready file made, SIGINT exit 0"
 
