@@ -12,7 +12,8 @@
 #     answers only after it) and the reply still comes back;
 #  d. a refused port: --in to an inside port nobody listens on gives the host client a reset
 #     (ECONNRESET, not EOF, not a hang: 10 s timeout), the reason in the --verbose log; --out to
-#     a host port nobody listens on gives wget inside a reset;
+#     a host port nobody listens on gives wget inside a reset (weaker: wget has sent its
+#     request, so even a plain close of the unread socket would be a reset);
 #  e. the channel cut (tests/harness/cutter, eof after 16 MiB agent -> host) while a --in and a
 #     --out connection stream: the host's client and target and the sandbox's server (cat) and
 #     client (wget) all see a reset, sbx forward exits non-zero, its --in port refuses; then the
@@ -21,7 +22,11 @@
 #     after them is served; the refusal is logged;
 #  g. qemu:aarch64 (the aarch64 agent under QEMU): --out and --in round trips, SHA-256 equal.
 # The TCP clients are tests/bench/fwdload.py (standard-library Python). Every server, forward
-# and sandbox is removed at exit, failed or not.
+# and sandbox is removed at exit, failed or not. Shown able to fail, before the agent side
+# existed, against a stand-in `sbx forward` (a Python relay setns'd into the sandbox's netns):
+# a, b, c, d, f and the last check passed with it; made to close with a FIN instead of a
+# reset, d's --in check and f failed (the client saw "eof"); made to create the ready file
+# 0.5 s before its listeners, a failed (the harness's wget was refused, the SHA-256 differed).
 . "$(dirname "$0")/lib/suite.sh"
 suite_begin root
 sbx=$(realpath "$1")
