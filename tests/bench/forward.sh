@@ -168,7 +168,7 @@ echo
 echo "1,000 concurrent connections x 100 echoes of 1 KiB"
 for p in sbx_in sbx_out direct; do
 	r=0
-	o=$(run "$p" load --conns 1000 --reqs 100 --size 1024 --timeout 240) || r=$?
+	o=$(run "$p" load --conns 1000 --reqs 100 --size 1024 --timeout 120) || r=$?
 	printf '%-10s %s\n' "$p" "$o"
 	[ $r = 0 ] || die "$p: load: exit $r"
 done

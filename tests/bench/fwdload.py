@@ -214,12 +214,17 @@ async def load(a):
     gate, errors, payload = Gate(a.conns), {}, os.urandom(a.size)
     t0 = time.perf_counter()
     tasks = [asyncio.ensure_future(load_one(a, gate, errors, payload)) for _ in range(a.conns)]
-    await gate.ev.wait()
+    try:
+        await asyncio.wait_for(gate.ev.wait(), a.timeout)
+    except asyncio.TimeoutError:
+        pass
     t1 = time.perf_counter()
     try:
-        done = await asyncio.wait_for(asyncio.gather(*tasks), a.timeout)
+        done = await asyncio.wait_for(asyncio.gather(*tasks), max(1, a.timeout - (t1 - t0)))
     except asyncio.TimeoutError:
-        print("load: not done after %.0f s" % a.timeout)
+        print("load: not done after %.0f s: %d of %d connections open, %d done, errors %s" % (
+            a.timeout, a.conns - max(gate.n, 0), a.conns, sum(t.done() for t in tasks),
+            json.dumps(errors)))
         return 1
     t2 = time.perf_counter()
     total = sum(done)
@@ -259,7 +264,9 @@ async def http(a):
     try:
         done = await asyncio.wait_for(asyncio.gather(*tasks), a.timeout)
     except asyncio.TimeoutError:
-        print("http: not done after %.0f s" % a.timeout)
+        print("http: not done after %.0f s: %d of %d connections open, %d done, errors %s" % (
+            a.timeout, a.conns - max(gate.n, 0), a.conns, sum(t.done() for t in tasks),
+            json.dumps(errors)))
         return 1
     nerr = sum(errors.values())
     print("http conns %d ok %d errors %d %s" % (a.conns, sum(done), nerr, json.dumps(errors)))
