@@ -2,6 +2,10 @@
 # forward.sh SBX CUTTER: `sbx forward` with real clients and servers (docs/forwarding.md, issue
 # 21), on ns sandboxes of the BusyBox image (their only interface is lo) and on qemu:aarch64,
 # as root. One "  ok:" per check:
+#  0. first, the host's side alone (host/fwd.c) with the same clients against an impersonated
+#     agent (tests/fake/modes_fwdin.py, fwdload.py's server played on OPEN streams):
+#     1,000 concurrent connections x 100 echoes, 64 MiB and the count after the half-close, a
+#     RESET from the agent reaching the client as ECONNRESET, --max-conn 2;
 #  a. BusyBox wget inside reaches Python's http.server on the host through --out: 100 MiB, the
 #     same SHA-256; the harness inside waits for the ready file and connects at once (a
 #     listener not yet up when the file appears is a refused wget); SIGINT ends it (exit 0),
@@ -97,6 +101,53 @@ stop() {
 }
 inport() { sed -n "s/^in 127\.0\.0\.1:\([0-9]*\) -> $2\$/\1/p" "$1.out"; } # OUT ADDR:PORT
 listening() { in_ns "$1" exec -- netstat -ltn | grep -c " 127\.0\.0\.1:$2 " || true; }
+
+# ---- 0. the host's side alone: real clients against an impersonated agent ----
+# tests/fake/modes_fwdin.py serves every inward connection as fwdload.py's server would (and
+# refuses port 81 with a RESET): 1,000 concurrent connections x 100 echoes, a sink's count
+# after the half-close, the refused port, --max-conn, all through the real host/fwd.c.
+fwd "$w/h" --via "python3 $top/tests/fake/agent.py fwd_in_echo" forward --verbose --max-conn 1000 \
+	--in 0:127.0.0.1:7000 --in 0:127.0.0.1:81
+lport=$(inport "$w/h" 127.0.0.1:7000)
+rport=$(inport "$w/h" 127.0.0.1:81)
+o=$(timeout 200 python3 "$load" load --port "$lport" --conns 1000 --reqs 100 --size 1024 --timeout 180) ||
+	die "impersonated agent: 1,000 x 100: $o"
+ok "0: the host's side, an impersonated agent echoing: 1,000 concurrent connections x 100 echoes of 1 KiB: $o"
+o=$(timeout 60 python3 "$load" tput --port "$lport" --bytes $((64 << 20))) || die "impersonated agent: tput: $o"
+[ "$(python3 "$load" reset --port "$rport" --timeout 10)" = reset ] || die "impersonated agent: port 81 not reset"
+ok "0: 64 MiB up and the count back after the half-close ($o); the agent's RESET for port 81 reaches the client as ECONNRESET"
+stop "$fp"
+[ "$r" = 0 ] || die "sbx forward (impersonated agent) after SIGINT: exit $r"
+fwd "$w/h2" --via "python3 $top/tests/fake/agent.py fwd_in_echo" forward --verbose --max-conn 2 --in 0:127.0.0.1:7000
+lport=$(inport "$w/h2" 127.0.0.1:7000)
+o=$(timeout 30 python3 - "$lport" <<'PY'
+import socket, sys, time
+port = int(sys.argv[1])
+held = [socket.create_connection(("127.0.0.1", port), 5) for _ in range(2)]
+for s in held:
+    s.sendall(b"E")
+time.sleep(0.5)
+extra = socket.create_connection(("127.0.0.1", port), 5)
+extra.settimeout(5)
+try:
+    third = "data" if extra.recv(10) else "eof"
+except ConnectionResetError:
+    third = "reset"
+except socket.timeout:
+    third = "timeout"
+for s in held:
+    s.settimeout(5)
+    s.sendall(b"hello")
+    assert s.recv(10) == b"hello", "a held connection's echo"
+print(third)
+PY
+) || die "impersonated agent: max-conn: $o"
+[ "$o" = reset ] || die "impersonated agent: --max-conn 2: the third connection saw $o"
+sleep 0.3
+grep -q refusing "$w/h2.err" || die "impersonated agent: no refusal logged: $(cat "$w/h2.err")"
+stop "$fp"
+[ "$r" = 0 ] || die "sbx forward (impersonated agent) after SIGINT: exit $r"
+ok "0: --max-conn 2 on the host's listener: the third connection is reset, the two held ones still echo; $(grep -m1 refusing "$w/h2.err")"
 
 "$sbx" sandbox create --image "$img" --name F >/dev/null
 fpid=$(init_pid F)
@@ -321,3 +372,4 @@ left=$(in_ns F exec -- netstat -ltn | awk 'NR > 2 {print $4}' | sort | tr '\n' '
 agents=$(in_ns F sh 'for p in /proc/[0-9]*; do tr "\\0" " " <$p/cmdline; echo; done 2>/dev/null | grep -c "^sbx-agent "')
 [ "$agents" = 2 ] || die "sbx-agent processes inside: $agents ($(in_ns F exec -- ps))"
 ok "after the forwards: no listener left inside but httpd's, no agent but init and this session's serve"
+
