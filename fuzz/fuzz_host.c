@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -148,6 +149,29 @@ static int sink(void *ctx, int chan, const void *data, size_t len)
 #define TRACE(what) (void)0
 #endif
 
+static void forward(struct sbx_session *s, struct sbx_op *fw)
+{
+	int c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	struct sockaddr_in in = {.sin_family = AF_INET,
+	                         .sin_port = htons((uint16_t)sbx_forward_port(fw, 0)),
+	                         .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	if (c >= 0 && connect(c, (struct sockaddr *)&in, sizeof in) != 0 && errno != EINPROGRESS)
+		__builtin_trap(); /* the listener was bound before sbx_forward_async returned */
+	for (int round = 0; round < 2; round++) {
+		int64_t end = sbx_now_ns() + 300000000LL;
+		while (!sbx_op_done(fw) && sbx_now_ns() < end)
+			sbx_session_wait(s, end, NULL);
+		sbx_op_cancel(fw);
+	}
+	size_t open;
+	sbx_forward_counts(fw, &open, NULL);
+	if (sbx_op_done(fw) && open != 0)
+		__builtin_trap(); /* an ended forward holds no connection */
+	sbx_op_free(fw);
+	if (c >= 0)
+		close(c);
+}
+
 static void run_ops(struct sbx_session *s)
 {
 	struct sbx_err e;
@@ -211,10 +235,21 @@ static void run_ops(struct sbx_session *s)
 	sbx_download_path(s, "/a", target, &xo, &k, &xs, &e);
 	TRACE("download");
 	sbx_rmtree_at(work_fd, "t", NULL);
+	/* 12: FWD_LISTEN, only for an agent whose HELLO has FWD (then 13 is the inward
+	 * connection and 14 the ping). Its connections (ids with bit 31) go
+	 * to 127.0.0.1:9, where nothing listens (a refused connect: a RESET back); the inward
+	 * listener is connected to once (an OPEN to the agent). Stepped until the input ends
+	 * (EOF breaks the session) or 300 ms, then cancelled. */
+	const char *outs[] = {"18080:127.0.0.1:9"}, *ins[] = {"0:127.0.0.1:80"};
+	struct sbx_forward_opts fo = {.out = outs, .n_out = 1, .in = ins, .n_in = 1};
+	struct sbx_op *fw = sbx_forward_async(s, &fo, &e);
+	TRACE("forward");
+	if (fw != NULL)
+		forward(s, fw);
 	/* Last: its payload is the time, which a seed cannot echo (a mismatch breaks the
 	 * session). */
 	double rtt;
-	sbx_ping(s, &rtt, &e); /* 12 */
+	sbx_ping(s, &rtt, &e); /* 12, or 14 after a forward */
 	TRACE("ping");
 }
 

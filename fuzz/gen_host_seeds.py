@@ -19,7 +19,7 @@ def frame(ftype, stream, payload=b"", flags=0):
     return A.header(ftype, flags, stream, len(payload)) + payload
 
 
-def hello(**over):
+def hello(fwd=False, **over):
     h = dict(arch=b"x86_64", kernel=b"6.1.0", version=b"0.1.0")
     h.update(over)
     m = (A.Msg().i64("PROTO_MIN", 1).i64("PROTO_MAX", 1).str("AGENT_VERSION", h["version"])
@@ -27,7 +27,26 @@ def hello(**over):
          .i64("PID", 7).str("KERNEL", h["kernel"]).i64("CAPS", 0x7f).i64("CGROUP", 1)
          .raw("SELF_SHA256", b"\0" * 32).raw("CANARY", A.CANARY).i64("MAX_PAYLOAD", 1 << 20)
          .i64("WINDOW", 4 << 20))
+    if fwd:
+        m.i64(FWD, 1)
     return frame(A.HELLO, 0, m)
+
+
+# TCP forwarding (docs/forwarding.md): frame types and tags.
+OPEN, RESET = 0x1F, 0x1E
+FWD_PORT, LISTENER, FWD, ERRNO, MESSAGE = 190, 194, 195, 2, 3
+CONN = 0x80000001
+
+
+def fwd_open(cid, listener=12, port=18080):
+    return frame(OPEN, cid, A.Msg().i64(LISTENER, listener).i64(FWD_PORT, port))
+
+
+def forward(conv):
+    """The whole conversation with FWD in HELLO: stream 12 is the forward's FWD_LISTEN,
+    answered ok then followed by conv; the ping moves to 14."""
+    body = session({12: frame(A.RESPONSE, 12, A.ok()) + conv, 14: frame(A.PONG, 14, b"\0" * 8)})
+    return hello(fwd=True) + body[len(hello()):]
 
 
 def entry(path, **f):
@@ -95,6 +114,18 @@ def main():
         "credit_flood": session({5: frame(A.CREDIT, 5, b"\x00\xff\xff\xff\xff") + exec_answer(5)}),
         "download_symlink": session({11: download(11, small(A.tar_of([A.member("a", "symlink", target="/etc/passwd")])))}),
         "download_dir_member": session({11: download(11, small(A.tar_of([A.member("a", "dir"), A.member("a/x", data=b"1")])))}),
+        "forward": forward(fwd_open(CONN) + frame(A.DATA, CONN, b"\x01GET / HTTP/1.0\r\n\r\n")
+                           + frame(A.DATA, CONN, b"\x01", A.END) + frame(RESET, CONN, b"")
+                           + frame(A.CREDIT, 13, b"\x01\x00\x00\x10\x00")
+                           + frame(A.DATA, 13, b"\x01HTTP/1.0 200 OK\r\n")
+                           + frame(RESET, 13, A.Msg().i64(ERRNO, 111).str(MESSAGE, "connect 127.0.0.1:80: refused"))),
+        "forward_unasked": forward(fwd_open(CONN, listener=99)),
+        "forward_other_port": forward(fwd_open(CONN, port=22)),
+        "forward_host_id": forward(fwd_open(5)),
+        "forward_overrun": forward(fwd_open(CONN) + b"".join(frame(A.DATA, CONN, b"\x01" + b"x" * 65536) for _ in range(5))),
+        "forward_flood": forward(b"".join(fwd_open(CONN + i) for i in range(40))
+                                 + b"".join(frame(A.DATA, CONN + i, b"\x01hi") for i in range(40))),
+        "forward_reset_escapes": forward(fwd_open(CONN) + frame(RESET, CONN, A.Msg().i64(ERRNO, 104).raw(MESSAGE, b"\x1b[2J\x9b\xff" * 100))),
         "error_status": session({1: frame(A.RESPONSE, 1, A.err(2, "\x1b]52;c;AAAA\x07denied", 13))}),
     }
     engine = os.path.join(os.path.dirname(__file__), "corpus", "engine")
