@@ -5,7 +5,8 @@
 #  0. first, the host's side alone (host/fwd.c) with the same clients against an impersonated
 #     agent (tests/fake/modes_fwdin.py, fwdload.py's server played on OPEN streams):
 #     1,000 concurrent connections x 100 echoes, 64 MiB and the count after the half-close, a
-#     RESET from the agent reaching the client as ECONNRESET, --max-conn 2;
+#     RESET from the agent reaching the client as ECONNRESET, --max-conn 2, the channel cut
+#     while the agent streams (the reading client sees a reset, the port refuses);
 #  a. BusyBox wget inside reaches Python's http.server on the host through --out: 100 MiB, the
 #     same SHA-256; the harness inside waits for the ready file and connects at once (a
 #     listener not yet up when the file appears is a refused wget); SIGINT ends it (exit 0),
@@ -148,6 +149,42 @@ grep -q refusing "$w/h2.err" || die "impersonated agent: no refusal logged: $(ca
 stop "$fp"
 [ "$r" = 0 ] || die "sbx forward (impersonated agent) after SIGINT: exit $r"
 ok "0: --max-conn 2 on the host's listener: the third connection is reset, the two held ones still echo; $(grep -m1 refusing "$w/h2.err")"
+
+# The channel cut (the cutter, eof after 16 MiB agent -> host) while the agent streams zeros
+# to a client that only reads: the client sees a reset (a plain close would be a clean EOF
+# here: it has nothing unread), sbx forward exits non-zero, its port refuses.
+fwd "$w/h3" --via "$cutter eof -1 $((16 << 20)) -- python3 $top/tests/fake/agent.py fwd_in_echo" forward --in 0:127.0.0.1:7000
+lport=$(inport "$w/h3" 127.0.0.1:7000)
+o=$(timeout 30 python3 - "$lport" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5)
+s.sendall(b"Z")
+s.settimeout(10)
+got = 0
+try:
+    while True:
+        d = s.recv(1 << 20)
+        if not d:
+            print("eof", got)
+            break
+        got += len(d)
+except ConnectionResetError:
+    print("reset", got)
+except socket.timeout:
+    print("timeout", got)
+PY
+)
+for _ in $(seq 100); do
+	kill -0 "$fp" 2>/dev/null || break
+	sleep 0.1
+done
+r=0
+kill -0 "$fp" 2>/dev/null && r=hung
+[ $r = hung ] || wait "$fp" || r=$?
+[[ $o == reset* ]] || die "impersonated agent, channel cut: the client saw $o"
+[ "$r" != 0 ] && [ "$r" != hung ] || die "impersonated agent, channel cut: sbx forward exit $r"
+[ "$(python3 "$load" reset --port "$lport" --timeout 5)" = refused ] || die "impersonated agent, channel cut: the port still takes connections"
+ok "0: the channel cut mid-stream (cutter eof): the reading client sees ECONNRESET after ${o#reset } bytes, sbx forward exits $r, its port refuses"
 
 "$sbx" sandbox create --image "$img" --name F >/dev/null
 fpid=$(init_pid F)

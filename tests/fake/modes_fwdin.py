@@ -1,10 +1,17 @@
 """An impersonated agent that serves inward connections (tests/forward.sh h): every OPEN from
 the host is served as tests/bench/fwdload.py's server would be (first byte E: an echo, what
 comes on channel 0 goes back on channel 1; S: a sink, its count answered after END; END
-answered with END), but one to port 81, which is refused with a RESET as a real agent's
+answered with END; Z: zeros sent for ever, within the host's credit), but one to port 81, which is refused with a RESET as a real agent's
 failed connect is. So the
 host's side of `sbx forward --in` meets real TCP clients without a sandbox. Loaded by agent.py
 (its names are in scope here; OPEN, RESET and FT come from modes_fwd.py)."""
+
+
+def zeros(a, stream, n):
+    while n > 0:
+        k = min(n, 65536)
+        a.send(DATA, stream, b"\x01" + bytes(k))
+        n -= k
 
 
 def mode_fwd_in_echo(a):
@@ -34,6 +41,8 @@ def mode_fwd_in_echo(a):
                 a.send(CREDIT, stream, struct.pack(">BI", 0, len(data)))
             if data and c[0] is None:
                 c[0], data = data[:1], data[1:]
+                if c[0] == b"Z":
+                    zeros(a, stream, 256 * 1024)
             if c[0] == b"S":
                 c[1] += len(data)
             elif data:
@@ -45,6 +54,9 @@ def mode_fwd_in_echo(a):
                 conns.pop(stream)
             return True
         if ftype == CREDIT:
+            chan, n = struct.unpack(">BI", payload)
+            if conns[stream] is not None and conns[stream][0] == b"Z" and chan == 1:
+                zeros(a, stream, n)
             return True
         return False
 
