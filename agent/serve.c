@@ -17,6 +17,7 @@
 
 #include "direct.h"
 #include "frame.h"
+#include "fwd.h"
 #include "hello.h"
 #include "job.h"
 #include "keeper.h"
@@ -52,6 +53,7 @@ struct serve {
 	/* The keeper the host set up for this session (SETUP with KEEP 0); without a secret,
 	 * trust requests go to the sandbox's keeper socket. */
 	struct sbx_keeper keeper;
+	struct sbx_fwd *fwd; /* TCP forwarding, made on the first FWD_LISTEN or OPEN */
 	char fatal[256];
 };
 
@@ -148,6 +150,17 @@ static int trust_request(struct serve *s, const struct sbx_frame *f, int64_t op,
 	return 1;
 }
 
+/* FWD_LISTEN, FWD_UNLISTEN (agent/fwd.h). */
+static int forward(struct serve *s, const struct sbx_frame *f, int64_t op, struct sbx_msgw *w)
+{
+	struct sbx_err e;
+	if (op == SBX_OP_FWD_UNLISTEN)
+		sbx_fwd_unlisten(s->fwd, f->payload, f->len, w);
+	else if (sbx_fwd_listen(&s->fwd, &s->out, f->stream, f->payload, f->len, w, &e) != 0)
+		sbx_msgw_error(w, e.cls, e.errnum, e.msg);
+	return 1;
+}
+
 /* Every operation: answered from the request alone (answer), or with the session's state
  * (handle: 1 when w holds the answer, 0 when the answer comes later). */
 struct op {
@@ -183,6 +196,8 @@ static const struct op ops[] = {
 	[SBX_OP_PTY_DETACH]  = {sbx_ptyctl_forward,    NULL},
 	[SBX_OP_PTY_CLOSE]   = {sbx_ptyctl_forward,    NULL},
 	[SBX_OP_PTY_LIST]    = {sbx_ptyctl_list,       NULL},
+	[SBX_OP_FWD_LISTEN]  = {NULL,                  forward},
+	[SBX_OP_FWD_UNLISTEN] = {NULL,                 forward},
 };
 // clang-format on
 
@@ -267,6 +282,12 @@ static int on_frame(struct serve *s, const struct sbx_frame *f)
 		if (f->type != SBX_F_WELCOME || f->stream != 0)
 			return fail(s, "the host sent a frame before WELCOME (on stream 0)");
 		return on_welcome(s, f);
+	}
+	if (f->type == SBX_FRAME_TYPE_OPEN || f->type == SBX_FRAME_TYPE_RESET ||
+	    ((f->type == SBX_F_DATA || f->type == SBX_F_CREDIT) &&
+	     sbx_fwd_owns(s->fwd, f->stream))) {
+		struct sbx_err e;
+		return sbx_fwd_frame(&s->fwd, &s->out, f, &e) != 0 ? fail(s, e.msg) : 0;
 	}
 	switch (f->type) {
 	case SBX_F_PING:
@@ -420,14 +441,26 @@ static int direct_switch(struct serve *s)
 /* ---- the loop -------------------------------------------------------------------------- */
 
 /* What a polled descriptor is: the session's own, or a job's pipe. */
-enum what { W_IN, W_SINK, W_SIG, W_OUT, W_DIRECT, W_LIFE, W_STDOUT, W_STDERR, W_STDIN, W_RESULT };
+enum what {
+	W_IN,
+	W_SINK,
+	W_SIG,
+	W_OUT,
+	W_DIRECT,
+	W_LIFE,
+	W_STDOUT,
+	W_STDERR,
+	W_STDIN,
+	W_RESULT,
+	W_FWD
+};
 
 struct watch {
 	enum what what;
 	struct sbx_job *job;
 };
 
-#define WATCH_MAX (3 + 4 * SBX_JOB_MAX)
+#define WATCH_MAX (4 + 4 * SBX_JOB_MAX)
 
 static void watch_fd(struct pollfd *pfd, struct watch *w, int *n, int fd, short events,
                      enum what what, struct sbx_job *job)
@@ -453,6 +486,9 @@ static int watches(struct serve *s, struct pollfd *pfd, struct watch *w, int *ti
 		watch_fd(pfd, w, &n, s->direct.fd, POLLIN, W_DIRECT, NULL);
 	if (s->life_fd >= 0)
 		watch_fd(pfd, w, &n, s->life_fd, POLLIN, W_LIFE, NULL);
+	int fwd = sbx_fwd_prepare(s->fwd, timeout);
+	if (fwd >= 0)
+		watch_fd(pfd, w, &n, fwd, POLLIN, W_FWD, NULL);
 	int room = s->out.bulk_bytes < SBX_JOB_BULK_LIMIT;
 	for (struct sbx_job *j = s->jobs.list; j != NULL; j = j->next) {
 		if (room && j->fd_out >= 0 && j->tx[SBX_CH_STDOUT].avail > 0)
@@ -509,6 +545,10 @@ static int ready(struct serve *s, const struct watch *w, short revents)
 	case W_RESULT:
 		sbx_job_result(w->job);
 		return 0;
+	case W_FWD: {
+		struct sbx_err e;
+		return sbx_fwd_step(s->fwd, &e) != 0 ? fail(s, e.msg) : 0;
+	}
 	}
 	return 0;
 }
@@ -583,6 +623,7 @@ int sbx_serve(int in_fd, int out_fd)
 	queue(&s, SBX_LANE_CTRL, SBX_F_HELLO, 0, 0, s.resp, w.len);
 
 	int rc = loop(&s);
+	sbx_fwd_free(&s.fwd);
 	sbx_direct_close(&s.direct);
 	for (struct sbx_job *j = s.jobs.list; j != NULL; j = j->next)
 		sbx_job_kill(j);

@@ -1,5 +1,6 @@
 /* Frame codec: header encoding, CRC-32, and the incremental decoder. */
 #include "frame.h"
+#include "proto.h"
 
 #include <string.h>
 
