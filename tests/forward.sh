@@ -20,8 +20,8 @@
 #     a host port nobody listens on gives wget inside a reset (weaker: wget has sent its
 #     request, so even a plain close of the unread socket would be a reset);
 #  e. the channel cut (tests/harness/cutter, eof after 16 MiB agent -> host) while a --in and a
-#     --out connection stream: the host's client and target and the sandbox's server (cat) and
-#     client (wget) all see a reset, sbx forward exits non-zero, its --in port refuses; then the
+#     --out connection stream: the host's client and target and the sandbox's servers (cat
+#     writing, cat reading) and client (wget) all see a reset, sbx forward exits non-zero, its --in port refuses; then the
 #     channel's process SIGKILLed (cutter kill): the host's client and target see a reset;
 #  f. --max-conn 2: a third concurrent connection is reset, the two held ones finish, a new one
 #     after them is served; the refusal is logged;
@@ -311,15 +311,22 @@ timeout 120 python3 "$load" cut --in-port-file "$w/e.iport" --target-port-file "
 cp=$!
 bg+=("$cp")
 waitfile "$w/e.tport"
-in_ns F sh 'rm -f /tmp/cat.err /tmp/wget.err; nc -l -p 9000 -e sh -c "cat /dev/zero 2>/tmp/cat.err; echo rc=\$? >>/tmp/cat.err" </dev/null >/dev/null 2>&1 &'
+# Inside, a server that writes (cat /dev/zero) and one that reads (cat >/dev/null): a reader
+# tells a reset (read error) from a clean end (exit 0); a writer blocked on a full buffer when
+# the reset comes may see EPIPE (SIGPIPE, rc=141) rather than ECONNRESET, so either counts.
+in_ns F sh 'rm -f /tmp/cat.err /tmp/cat2.err /tmp/wget.err
+	nc -l -p 9000 -e sh -c "cat /dev/zero 2>/tmp/cat.err; echo rc=\$? >>/tmp/cat.err" </dev/null >/dev/null 2>&1 &
+	nc -l -p 9002 -e sh -c "cat >/dev/null 2>/tmp/cat2.err; echo rc=\$? >>/tmp/cat2.err" </dev/null >/dev/null 2>&1 &'
 # The exec way into F (the ns runner's own argv, runner/ns.c sbx_ns_argv) through the cutter.
 via="$cutter eof -1 $((16 << 20)) -- env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root $SBX_NS_DIR/F/sbx-enter enter $fpid {agent} serve"
-fwd "$w/e" --agent /.sbx/sbx-agent --via "$via" forward --in 0:127.0.0.1:9000 --out "9001:127.0.0.1:$(cat "$w/e.tport")" --ready-file /tmp/ready-e
+fwd "$w/e" --agent /.sbx/sbx-agent --via "$via" forward --in 0:127.0.0.1:9000 --in 0:127.0.0.1:9002 \
+	--out "9001:127.0.0.1:$(cat "$w/e.tport")" --ready-file /tmp/ready-e
 lport=$(inport "$w/e" 127.0.0.1:9000)
+lport2=$(inport "$w/e" 127.0.0.1:9002)
 timeout 60 "$sbx" --runner ns:F sh 'wget -O /dev/null http://127.0.0.1:9001/big 2>/tmp/wget.err; echo rc=$? >>/tmp/wget.err' >/dev/null 2>&1 &
 wp=$!
 bg+=("$wp")
-echo "$lport" >"$w/e.iport.tmp" && mv "$w/e.iport.tmp" "$w/e.iport"
+echo "$lport $lport2" >"$w/e.iport.tmp" && mv "$w/e.iport.tmp" "$w/e.iport"
 for _ in $(seq 300); do
 	kill -0 "$fp" 2>/dev/null || break
 	sleep 0.1
@@ -336,10 +343,12 @@ res=$(cat "$w/e.res")
 ok "e: channel cut mid-stream: the host's --in client ($(jget client_got "$w/e.res") bytes read) and --out target ($(jget target_sent "$w/e.res") bytes sent) see ECONNRESET; sbx forward exits $r ($(tail -1 "$w/e.err"))"
 sleep 0.5
 cat_err=$(in_ns F exec -- cat /tmp/cat.err 2>&1 || true)
+cat2_err=$(in_ns F exec -- cat /tmp/cat2.err 2>&1 || true)
 wget_err=$(in_ns F exec -- cat /tmp/wget.err 2>&1 || true)
-grep -q 'reset by peer' <<<"$cat_err" || die "the server inside (cat into the --in connection): $cat_err"
+grep -q -e 'reset by peer' -e 'rc=141' <<<"$cat_err" || die "the writing server inside (cat /dev/zero into --in 9000): $cat_err"
+grep -q 'reset by peer' <<<"$cat2_err" || die "the reading server inside (cat from --in 9002): $cat2_err"
 grep -q 'reset by peer' <<<"$wget_err" || die "the client inside (wget through --out): $wget_err"
-ok "e: inside, the --in server (cat: $(head -1 <<<"$cat_err")) and the --out client (wget: $(head -1 <<<"$wget_err")) see a reset"
+ok "e: inside, the reading --in server ($(grep -m1 'reset by peer' <<<"$cat2_err")), the writing one ($(tr '\n' ' ' <<<"$cat_err")) and the --out client ($(grep -m1 'reset by peer' <<<"$wget_err")) see a reset"
 [ "$(python3 "$load" reset --port "$lport" --timeout 5)" = refused ] || die "the --in port $lport still takes connections"
 ok "e: the --in listener 127.0.0.1:$lport is gone (connection refused)"
 
@@ -352,12 +361,15 @@ timeout 120 python3 "$load" cut --in-port-file "$w/e.iport" --target-port-file "
 cp=$!
 bg+=("$cp")
 waitfile "$w/e.tport"
-in_ns F sh 'nc -l -p 9000 -e cat /dev/zero </dev/null >/dev/null 2>&1 &'
-fwd "$w/e2" --agent /.sbx/sbx-agent --via "${via/eof/kill}" forward --in 0:127.0.0.1:9000 --out "9001:127.0.0.1:$(cat "$w/e.tport")"
+in_ns F sh 'nc -l -p 9000 -e cat /dev/zero </dev/null >/dev/null 2>&1 &
+	nc -l -p 9002 -e sh -c "cat >/dev/null" </dev/null >/dev/null 2>&1 &'
+fwd "$w/e2" --agent /.sbx/sbx-agent --via "${via/eof/kill}" forward --in 0:127.0.0.1:9000 --in 0:127.0.0.1:9002 \
+	--out "9001:127.0.0.1:$(cat "$w/e.tport")"
 lport=$(inport "$w/e2" 127.0.0.1:9000)
+lport2=$(inport "$w/e2" 127.0.0.1:9002)
 timeout 60 "$sbx" --runner ns:F exec -- wget -q -O /dev/null http://127.0.0.1:9001/big >/dev/null 2>&1 &
 bg+=($!)
-echo "$lport" >"$w/e.iport.tmp" && mv "$w/e.iport.tmp" "$w/e.iport"
+echo "$lport $lport2" >"$w/e.iport.tmp" && mv "$w/e.iport.tmp" "$w/e.iport"
 for _ in $(seq 300); do
 	kill -0 "$fp" 2>/dev/null || break
 	sleep 0.1

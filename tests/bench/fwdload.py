@@ -345,7 +345,8 @@ def maxconn(a):
 
 def cut(a):
     """The --out target streams a long HTTP reply to the sandbox's wget; once 1 MiB of it has
-    gone, a client connects to the --in port and reads the sandbox's stream. The channel is cut
+    gone, a client connects to the first --in port of the file and reads the sandbox's stream,
+    and a writer to the second sends zeros for the sandbox's side to read. The channel is cut
     meanwhile (by the test's cutter): each says how its stream ended."""
     res = {}
     srv = socket.socket()
@@ -389,7 +390,25 @@ def cut(a):
     started.wait(a.timeout)
     while not os.path.exists(a.in_port_file):
         time.sleep(0.01)
-    port = int(open(a.in_port_file).read())
+    port, port2 = [int(x) for x in open(a.in_port_file).read().split()]
+
+    def writer():  # the second --in connection: the sandbox's side reads what this sends
+        w = socket.create_connection(("127.0.0.1", port2), timeout=a.timeout)
+        w.settimeout(a.timeout)
+        buf, sent = b"\0" * 65536, 0
+        try:
+            while True:
+                sent += w.send(buf)
+        except ConnectionResetError:
+            res["writer"] = "reset"
+        except BrokenPipeError:
+            res["writer"] = "broken pipe"
+        except socket.timeout:
+            res["writer"] = "timeout"
+        res["writer_sent"] = sent
+
+    th2 = threading.Thread(target=writer)
+    th2.start()
     s = socket.create_connection(("127.0.0.1", port), timeout=a.timeout)
     s.settimeout(a.timeout)
     got = 0
@@ -406,6 +425,7 @@ def cut(a):
         res["client"] = "timeout"
     res["client_got"] = got
     th.join()
+    th2.join()
     print(json.dumps(res))
     return 0
 
