@@ -272,17 +272,21 @@ async def http_one(a, gate, errors, sizes):
 
 async def http(a):
     gate, errors, sizes = Gate(a.conns), {}, []
+    t0 = time.perf_counter()
     tasks = [asyncio.ensure_future(http_one(a, gate, errors, sizes)) for _ in range(a.conns)]
-    try:
-        done = await asyncio.wait_for(asyncio.gather(*tasks), a.timeout)
-    except asyncio.TimeoutError:
-        print("http: not done after %.0f s: %d of %d connections open, %d done, errors %s" % (
-            a.timeout, a.conns - max(gate.n, 0), a.conns, sum(t.done() for t in tasks),
-            json.dumps(errors)))
+    fin, pending = await asyncio.wait(tasks, timeout=a.timeout)
+    if pending:
+        print("http: not done after %.0f s: %d of %d connections open, %d answered, %d ok, "
+              "errors %s" % (a.timeout, a.conns - max(gate.n, 0), a.conns, len(fin),
+                             sum(t.result() for t in fin), json.dumps(errors)))
+        for t in pending:
+            t.cancel()
         return 1
+    ok = sum(t.result() for t in fin)
     nerr = sum(errors.values())
-    print("http conns %d ok %d errors %d %s" % (a.conns, sum(done), nerr, json.dumps(errors)))
-    return 0 if nerr == 0 and sum(done) == a.conns else 1
+    print("http conns %d ok %d errors %d %s in %.2fs" % (a.conns, ok, nerr, json.dumps(errors),
+                                                         time.perf_counter() - t0))
+    return 0 if nerr == 0 and ok == a.conns else 1
 
 
 # ---- resets --------------------------------------------------------------------------------
