@@ -238,7 +238,7 @@ $(B)/fuzz/%: fuzz/%.c $(FUZZ_LIB_SRC) $(SBX_CACHE)/host/.stamp
 # ---- targets -----------------------------------------------------------------------------
 
 .PHONY: all agents host check size clean distclean format fuzz bench-session bench-python install-python bench-supervise \
-	bench-sha256 bench-transfer bench-runners bench-scale bench-pty FORCE
+	bench-sha256 bench-transfer bench-runners bench-scale bench-pty bench-forward FORCE
 all: agents host
 agents: $(AGENTS)
 host: $(HOST)
@@ -277,6 +277,9 @@ install-python: $(HOST) $(AGENTS)
 
 bench-pty: $(AGENTS) $(B)/host/sbx $(B)/bench/bench_pty images
 	SBX_AGENT_DIR=$(abspath $(B)/agent) tests/bench/pty.sh $(B)/host/sbx $(B)/bench/bench_pty
+
+bench-forward: $(AGENTS) $(B)/host/sbx images
+	SBX_AGENT_DIR=$(abspath $(B)/agent) tests/bench/forward.sh $(B)/host/sbx
 
 bench-scale: $(AGENTS) $(B)/host/sbx $(B)/bench/bench_scale images
 	SBX_AGENT_DIR=$(abspath $(B)/agent) SBX=$(abspath $(B)/host/sbx) $(B)/bench/bench_scale

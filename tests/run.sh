@@ -200,6 +200,8 @@ echo "== images and the ns runner"
 checks "sandbox images (busybox x6, noshell, debian)" "$top/tests/images.sh" "$top/build/images"
 checks "ns runner: namespace sandboxes end to end (root)" "$top/tests/ns.sh" "$hostdir/sbx"
 checks "terminal sessions on ns + BusyBox (root)" "$top/tests/pty_ns.sh" "$hostdir/sbx"
+checks "TCP forwarding on ns + BusyBox and qemu:aarch64: wget, httpd x1000, nc half-close, resets, channel cut, max-conn (root)" \
+	"$top/tests/forward.sh" "$hostdir/sbx" "$top/build/harness/cutter"
 checks "sbx session: concurrent requests, events, cancel, many sandboxes (ns, root)" "$top/tests/session_conc.sh" "$hostdir/sbx"
 checks "ns runner: limits under load (fork bomb, memory hog, disk filler, CPU burner; negative control: no limits)" \
 	"$top/tests/pressure.sh" "$hostdir/sbx"
