@@ -19,6 +19,8 @@ struct fwd_call {
 	int max_conn, verbose;
 	double for_s; /* --for: stop after so many seconds (0: until interrupted) */
 	struct sbx_forward_opts fo;
+	struct sbx_op *op; /* sbx session: the op, for its ready event */
+	int ready_sent;
 	size_t open;
 	uint64_t total;
 };
@@ -103,14 +105,32 @@ static int fwd_json(struct cli_call *c, const struct sbx_json *req, struct sbx_e
 	return 0;
 }
 
+/* The event "ready" of a request: its data the forward lines `sbx forward` prints, then
+ * "ready" (so a client learns the ports bound for LPORT 0). */
+static void ready_event(struct fwd_call *x)
+{
+	char text[4096], line[512];
+	size_t n = 0;
+	for (size_t i = 0; sbx_forward_describe(x->op, i, line, sizeof line) == 0; i++)
+		n += (size_t)snprintf(text + n, n < sizeof text ? sizeof text - n : 0, "%s\n",
+		                      line);
+	if (n < sizeof text)
+		n += (size_t)snprintf(text + n, sizeof text - n, "ready");
+	x->ready_sent = 1;
+	cli_event(&x->c, "ready", text, n < sizeof text ? n : sizeof text - 1);
+}
+
 /* A line of the forward: to stderr (argv, --verbose), or an event of the request. */
 static void on_line(void *ctx, const char *line)
 {
 	struct fwd_call *x = ctx;
 	if (x->c.lines) {
-		if (x->c.stream)
-			cli_event(&x->c, strcmp(line, "ready") == 0 ? "ready" : "log", line,
-			          strlen(line));
+		if (!x->c.stream)
+			return;
+		if (strcmp(line, "ready") != 0)
+			cli_event(&x->c, "log", line, strlen(line));
+		else if (x->op != NULL)
+			ready_event(x); /* else once fwd_start has the op */
 		return;
 	}
 	if (x->verbose && strcmp(line, "ready") != 0)
@@ -137,6 +157,9 @@ static struct sbx_op *fwd_start(struct cli_call *c, struct sbx_err *e)
 	struct sbx_op *op = sbx_forward_async(c->s, &x->fo, e);
 	if (op != NULL && x->for_s > 0)
 		sbx_op_set_deadline(op, x->for_s); /* its end: success (fwd_finish) */
+	x->op = op;
+	if (op != NULL && c->stream && !x->ready_sent && sbx_forward_ready(op))
+		ready_event(x);
 	return op;
 }
 
@@ -251,6 +274,7 @@ const struct cli_cmd cli_forward = {
                    "of --for S seconds. At most "
                    "--max-conn (1024) connections per forward; past it a connection is reset.",
         .fields = "out (array of specs), in (array), target, ready_file, max_conn, for, verbose; "
-                  "with \"stream\": true the events \"ready\" and \"log\" (one per connection "
+                  "with \"stream\": true the events \"ready\" (its data the forward lines, then "
+                  "\"ready\") and \"log\" (one per connection "
                   "event); runs until {\"op\":\"cancel\",\"id\":...}",
 };
