@@ -531,7 +531,8 @@ static int on_data(struct sbx_session *s, const struct sbx_frame *fr)
 		k->buf = b;
 		k->cap = cap;
 	}
-	memcpy(k->buf + k->len, fr->payload + 1, n);
+	if (n > 0) /* an END alone, after everything was written: buf is NULL */
+		memcpy(k->buf + k->len, fr->payload + 1, n);
 	k->len += n;
 	conn_write(s, f, c);
 	s->loop_dirty = 1;
