@@ -640,6 +640,11 @@ def load_modes():
         ns.update({k: v for k, v in globals().items() if not k.startswith("__")})
         with open(path) as f:
             exec(compile(f.read(), path, "exec"), ns)
+        for k, v in ns.items():
+            # a mode defined twice would silently replace the first (two files once both
+            # had fwd_in_echo): refused
+            if k.startswith("mode_") and k[5:] in modes and modes[k[5:]] is not v:
+                raise SystemExit("fake-agent: mode %s defined twice (%s)" % (k[5:], path))
         modes.update({k[5:]: v for k, v in ns.items() if k.startswith("mode_")})
     return modes
 

@@ -5,7 +5,7 @@ in scope here)."""
 FWD_TAG, OPEN_FRAME = 195, 0x1F
 
 
-def mode_fwd_in_echo(a):
+def mode_fwd_in_prefix(a):
     """HELLO FWD = 1; every connection the host OPENs is answered with what it sent, prefixed
     by "echo:" once, and ended when the host's side ends."""
     a.hello_extra.append((FWD_TAG, struct.pack(">q", 1)))

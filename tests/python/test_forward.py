@@ -189,7 +189,7 @@ async def test_endpoint_plumbing_on_an_impersonated_agent():
     reaches it, a second call gives the same endpoint on the same forward, an undeclared port
     is refused, close() closes the host's listener."""
     p = SbxProvider("local")
-    h = await p.connect({"provider": "sbx", "spec": "via:%s fwd_in_echo" % FAKE,
+    h = await p.connect({"provider": "sbx", "spec": "via:%s fwd_in_prefix" % FAKE,
                          "ports": [8080]})
     loop = asyncio.get_running_loop()
 
