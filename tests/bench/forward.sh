@@ -173,3 +173,13 @@ for p in sbx_in sbx_out direct; do
 	[ $r = 0 ] || die "$p: load: exit $r"
 done
 kill -0 "$fp" || die "sbx forward died: $(cat "$w/fwd.err")"
+
+echo
+echo "control frames beside a bulk stream: one session, a ping each millisecond while 1 GiB comes"
+echo "through an --in forward of the same session from BusyBox nc inside (tests/bench/fwd_ping.py)"
+"$sbx" --runner ns:B exec -- sh -c 'setsid sh -c "head -c 1073741824 /dev/zero | nc -l -p 7400" >/dev/null 2>&1 </dev/null &'
+for i in $(seq 50); do
+	[ "$("$sbx" --runner ns:B exec -- netstat -ltn | grep -c ' 127\.0\.0\.1:7400 ')" = 1 ] && break
+	sleep 0.1
+done
+python3 "$top/tests/bench/fwd_ping.py" "$sbx" ns:B 7400 1073741824 || die "fwd_ping failed"
