@@ -263,5 +263,25 @@ check(echoes(socket.create_connection(("127.0.0.1", mp), timeout=5)),
       "... and its slot is free again for a new connection")
 p.send_signal(signal.SIGTERM)
 p.communicate(timeout=10)
+
+# An idle connection never times the session out: a 1.5 s session timeout, a connection left
+# silent for 4 s (the keepalive PING keeps the channel checked), then it still echoes.
+ip = free_port()
+p = subprocess.Popen([sbx, "--runner", "local", "--timeout", "1.5", "forward",
+                      "--in", "%d:127.0.0.1:%d" % (ip, eport)],
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+while p.stdout.readline().strip() != b"ready":
+    pass
+c = socket.create_connection(("127.0.0.1", ip), timeout=5)
+c.sendall(b"before")
+check(c.recv(100) == b"before", "a connection through --in echoes (session timeout 1.5 s)")
+time.sleep(4)
+check(p.poll() is None, "... sbx forward is still running after 4 s with the connection idle")
+c.sendall(b"after")
+check(c.recv(100) == b"after", "... and the idle connection still echoes: idleness times nothing out")
+c.close()
+p.send_signal(signal.SIGTERM)
+_, err = p.communicate(timeout=10)
+check(p.returncode == 0, "... and SIGTERM ends it with 0 (%r)" % err[-200:])
 PY
 ok "fwd_local done"
