@@ -68,6 +68,10 @@ waitfile() { # FILE: until it exists (20 s)
 fwd() {
 	local o=$1 i r
 	shift
+	# Emptied here: the job's own redirection runs in the forked child, and until then a
+	# reused OUT would show the last forward's "ready".
+	: >"$o.out"
+	: >"$o.err"
 	"$sbx" "$@" >"$o.out" 2>"$o.err" &
 	fp=$!
 	bg+=("$fp")

@@ -46,6 +46,10 @@ tport=$(cat "$w/tport")
 fwd() {
 	local modes=$1
 	shift
+	# Emptied here: the job's own redirection runs in the forked child, and until then a
+	# waitfor would read the last case's lines.
+	: >"$w/out"
+	: >"$w/err"
 	"$sbx" --via "$fake_agent $modes" forward --verbose "$@" >"$w/out" 2>"$w/err" &
 	fpid=$!
 }
