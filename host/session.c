@@ -224,6 +224,11 @@ int sbx_session_stdin_fd(struct sbx_session *s, struct sbx_stream *p, int fd, in
 			return -1;
 		if (!bulk_room(s))
 			return 0;
+		/* Only a readable fd is touched: a blocking one (a terminal, a pipe, the caller's
+		 * stdin) would otherwise stop the whole session in read() until it has bytes. */
+		struct pollfd pf = {.fd = fd, .events = POLLIN};
+		if (poll(&pf, 1, 0) == 0)
+			return 1;
 		uint64_t room = sbx_credit_tx_take(&p->tx_in, SBX_DATA_CHUNK);
 		if (room == 0)
 			return 0;

@@ -134,3 +134,21 @@ assert "stdout_truncated" not in d' "$w/out" "$w/rand" || die "--json exec: stdo
 	python3 -c 'import json, sys; d = json.load(sys.stdin); assert len(d["stdout"]) == 64 << 20 and d["stdout_truncated"]' ||
 	die "--json exec: not cut at 64 MiB with stdout_truncated"
 ok "--json exec: 64 MiB in $rss KiB peak RSS, output exact, cut at 64 MiB and said"
+
+# exec -i with a stdin that stays open (a FIFO held by this shell): each line is answered
+# while the next has not been written. Shown able to fail: before sbx_session_stdin_fd polled
+# its fd, a blocking read() of the empty pipe held the session, and nothing came back until
+# the writer closed.
+mkfifo "$w/in"
+"$sbx" "${agent[@]}" exec -i -- sh -c 'while read l; do echo "got $l"; done' <"$w/in" >"$w/echo" 2>"$w/echo.err" &
+xp=$!
+exec 7>"$w/in"
+echo one >&7
+for _ in $(seq 100); do grep -qx "got one" "$w/echo" && break; sleep 0.05; done
+grep -qx "got one" "$w/echo" || { exec 7>&-; die "exec -i: no answer to a line while stdin stays open: $(cat "$w/echo" "$w/echo.err")"; }
+echo two >&7
+for _ in $(seq 100); do grep -qx "got two" "$w/echo" && break; sleep 0.05; done
+exec 7>&-
+wait $xp || die "exec -i: exit $? after stdin closed: $(cat "$w/echo.err")"
+[ "$(cat "$w/echo")" = "$(printf 'got one\ngot two')" ] || die "exec -i: $(cat "$w/echo")"
+ok "exec -i: a line on a stdin that stays open is answered at once (a FIFO held open), the end of stdin ends the command"
