@@ -1183,8 +1183,19 @@ int sbx_podman_pause(const char *engine, const char *name, int pause, struct sbx
 	w_add(&v, name);
 	struct sbx_proc_result r;
 	int ok;
-	if (run_engine(v.w, &r, &ok, e) != 0)
-		return -1;
+	/* cgroup v1's freezer can fail a freeze while a task is mid-fork or in the kernel ("unable
+	 * to freeze" from runc, which has thawed it again): a later try usually freezes. Three
+	 * tries, 0.1 s and 0.3 s apart; any other failure is reported at once. */
+	for (int attempt = 0;; attempt++) {
+		if (run_engine(v.w, &r, &ok, e) != 0)
+			return -1;
+		if (ok || !pause || attempt == 2 || r.output == NULL ||
+		    strstr(r.output, "unable to freeze") == NULL)
+			break;
+		sbx_proc_result_free(&r);
+		struct timespec t = {0, attempt == 0 ? 100000000L : 300000000L};
+		nanosleep(&t, NULL);
+	}
 	if (ok) {
 		sbx_proc_result_free(&r);
 		return 0;

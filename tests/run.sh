@@ -227,6 +227,8 @@ checks "ns runner: the boundary against a hostile root, beside podman and docker
 	"$top/tests/containment.sh" "$hostdir/sbx"
 checks "the fleet: sandbox ls / rm --all / --older-than, image ls / prune on ns, podman, docker" \
 	"$top/tests/fleet.sh" "$hostdir/sbx"
+checks "engine pause retried on the freezer's transient failure only (a fake docker)" \
+	"$top/tests/engine_retry.sh" "$hostdir/sbx"
 checks "pause and resume on ns (cgroup freezer), podman, docker: a counter that stops, sessions refused" \
 	"$top/tests/pause.sh" "$hostdir/sbx"
 checks "limits on ns (cgroups, tmpfs layer), podman, docker: OOM in the receipt, fork bomb, CPU quota" \
