@@ -60,7 +60,7 @@ void sbx_stdin_free(struct sbx_stdin *in);
  * once the pipe stays full SBX_SINK_STALL_NS (a CANCEL behind the payload must not wait on a
  * stuck program) or the connection cannot be spliced. */
 #define SBX_SINK_MIN (16u * 1024u) /* a payload with less than this left is not taken so */
-#define SBX_SINK_STALL_NS (50 * 1000000LL)
+#define SBX_SINK_STALL_NS (2 * 1000000LL)
 
 struct sbx_sink {
 	uint32_t stream;

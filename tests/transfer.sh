@@ -287,7 +287,7 @@ ok "upload bytes spliced, not copied, by the agent: 64 MiB up, the agent read $(
 
 # ---- an upload whose unpacking child stops: the session stays answered ----
 # The agent splices an upload's payloads into the child's pipe and waits while that pipe is
-# full; past 50 ms the rest goes through its ring, so the host's PINGs are still read. With a
+# full; past 2 ms the rest goes through its ring, so the host's PINGs are still read. With a
 # 2 s session timeout the host gives up on an agent that does not answer for 2 s; the child
 # is stopped for 5 s mid-upload and the upload must still complete.
 head -c $((256 << 20)) /dev/zero >"$w/bulk/zero"
