@@ -68,6 +68,10 @@ static int sub_range(const char *path, struct range *r)
 	return found;
 }
 
+/* Where this process's next claim looks first: after its last claim, or at the lowest slot
+ * it gave back since; the lowest free slot, then, while only this process claims. */
+static uint32_t claim_hint;
+
 int sbx_userns_claim(const char *base, const char *name, struct sbx_userns *u, struct sbx_err *e)
 {
 	u->slot = -1;
@@ -87,12 +91,17 @@ int sbx_userns_claim(const char *base, const char *name, struct sbx_userns *u, s
 	if (dfd < 0)
 		return sbx_err_set(e, SBX_EUNAVAILABLE, errno, "open %s", dir);
 	/* A claim is a link naming its sandbox, made or refused at once (EEXIST): two creates
-	 * at the same time never take the same range. */
-	for (uint32_t k = 0; k < slots; k++) {
+	 * at the same time never take the same range. The search starts at this process's hint
+	 * and wraps around, so a thousand creates in one process try one slot each, not half
+	 * a thousand (taken slots below the hint are not tried again). */
+	uint32_t from = __atomic_load_n(&claim_hint, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < slots; i++) {
+		uint32_t k = (from + i) % slots;
 		char slot[16];
 		snprintf(slot, sizeof slot, "%u", (unsigned)k);
 		if (symlinkat(name, dfd, slot) == 0) {
 			close(dfd);
+			__atomic_store_n(&claim_hint, k + 1, __ATOMIC_RELAXED);
 			*u = (struct sbx_userns){ur.start + k * SBX_USERNS_IDS,
 			                         gr.start + k * SBX_USERNS_IDS, (int)k};
 			return 0;
@@ -112,8 +121,14 @@ void sbx_userns_release(const char *base, int slot)
 {
 	char path[PATH_MAX];
 	if (slot >= 0 &&
-	    (size_t)snprintf(path, sizeof path, "%s/.ids/%d", base, slot) < sizeof path)
-		unlink(path);
+	    (size_t)snprintf(path, sizeof path, "%s/.ids/%d", base, slot) < sizeof path &&
+	    unlink(path) == 0) {
+		uint32_t h = __atomic_load_n(&claim_hint, __ATOMIC_RELAXED);
+		while ((uint32_t)slot < h &&
+		       !__atomic_compare_exchange_n(&claim_hint, &h, (uint32_t)slot, 0,
+		                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
+	}
 }
 
 static int write_map(pid_t pid, const char *file, uint32_t start)

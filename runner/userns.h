@@ -18,9 +18,11 @@ struct sbx_userns {
 	int slot;          /* the claim, $STATE/.ids/SLOT; -1: none */
 };
 
-/* Claims the first free range for sandbox name in the state folder base: root's first range
- * of at least 65536 ids in /etc/subuid and /etc/subgid (cut in ranges of 65536), when both
- * name one; else SBX_USERNS_SLOTS ranges from SBX_USERNS_BASE. */
+/* Claims a free range for sandbox name in the state folder base: root's first range of at
+ * least 65536 ids in /etc/subuid and /etc/subgid (cut in ranges of 65536), when both name
+ * one; else SBX_USERNS_SLOTS ranges from SBX_USERNS_BASE. The first free one from this
+ * process's hint (after its last claim, or the lowest it released since), wrapping around:
+ * the lowest free one while no other process claims or releases. */
 int sbx_userns_claim(const char *base, const char *name, struct sbx_userns *u, struct sbx_err *e);
 
 /* Gives the claim back (remove, or a create that failed); a slot below 0 is none. */
