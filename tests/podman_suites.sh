@@ -67,36 +67,8 @@ esac
 # its resident agent: the suites cross both.
 in_podman_exec() { SBX_RESIDENT=0 in_podman "$@"; }
 
-# TCP forwarding needs no program inside: one forward op whose --in reaches 127.0.0.1:7500
-# inside, where its own --out listens and leads back to a server here. A host client's bytes go
-# in through the container's agent and out again (the sink's count comes back the same way).
-python3 "$top/tests/bench/fwdload.py" serve --port-file "$w/fport" &
-fsrv=$!
-on_exit "kill $fsrv 2>/dev/null"
-for i in $(seq 100); do [ -s "$w/fport" ] && break; sleep 0.1; done
-fwd_loop() { # RESIDENT NAME: 8 MiB through the loop; prints the client's line
-	local fp lp i r=0
-	# sbx itself in the background (env execs it), not a shell function: a signal must reach it.
-	# The files emptied here first: the background job's own redirection runs in the forked
-	# child, so until then the loop below would read the previous image's "ready".
-	: >"$w/fl.out"
-	: >"$w/fl.err"
-	env SBX_RESIDENT="$1" "$sbx" --runner "$eng:$2" forward --in 0:127.0.0.1:7500 --out "7500:127.0.0.1:$(cat "$w/fport")" >"$w/fl.out" 2>"$w/fl.err" &
-	fp=$!
-	for i in $(seq 200); do grep -qx ready "$w/fl.out" && break; sleep 0.1; done
-	lp=$(sed -n 's/^in 127\.0\.0\.1:\([0-9]*\) -> .*/\1/p' "$w/fl.out")
-	[ -n "$lp" ] || { kill -9 $fp; echo "no ready: $(cat "$w/fl.err")"; return 1; }
-	timeout 60 python3 "$top/tests/bench/fwdload.py" tput --port "$lp" --bytes $((8 << 20)) || r=1
-	kill -TERM $fp
-	for i in $(seq 100); do kill -0 $fp 2>/dev/null || break; sleep 0.1; done
-	if kill -0 $fp 2>/dev/null; then
-		kill -9 $fp
-		echo "sbx forward did not stop on SIGTERM: $(cat "$w/fl.err")"
-		return 1
-	fi
-	wait $fp || { echo "sbx forward: exit $?: $(cat "$w/fl.err")"; r=1; }
-	return $r
-}
+. "$top/tests/lib/fwd_loop.sh"
+fwd_loop_serve
 
 for image in $images; do
 	[ -f "$imgdir/$image.tar" ] && [ -d "$imgdir/$image" ] || die "no $imgdir/$image.tar (make images)"
@@ -138,8 +110,8 @@ for image in $images; do
 	ok "$image: fidelity tree (${what}set-id, owners, links, long paths) through two containers: three archives byte-identical"
 
 	# ---- TCP forwarding ----
-	o=$(fwd_loop 1 "$a") || die "$image: forward through A: $o"
-	o2=$(fwd_loop 0 "$b") || die "$image: forward through B: $o2"
+	o=$(fwd_loop 7500 "$eng:$a" SBX_RESIDENT=1) || die "$image: forward through A: $o"
+	o2=$(fwd_loop 7500 "$eng:$b" SBX_RESIDENT=0) || die "$image: forward through B: $o2"
 	ok "$image: TCP forwarding through the container's agent (A resident, B exec then direct): 8 MiB in by an --in forward and out again by an --out one, the count back after the half-close ($o; $o2)"
 
 	# ---- hostile archives ----

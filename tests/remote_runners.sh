@@ -7,7 +7,7 @@
 # a private /tmp and /run) stands for a machine reached by ssh. Checks argv construction,
 # injection in one exec and by the older streaming (0755, HELLO's SHA-256), reuse without a
 # copy (same inode), stale
-# agents replaced, noexec /tmp, no shell, and exec/sh/transfers through both. Everything it
+# agents replaced, noexec /tmp, no shell, and exec/sh/transfers/TCP forwarding through both. Everything it
 # made (temp folders, sshd) goes on exit.
 . "$(dirname "$0")/lib/suite.sh"
 suite_begin root
@@ -44,6 +44,8 @@ py_provider() { # RUNNER TARGET
 	env PYTHONPATH="$top/python" SBX_LIB="$lib" ${pre:+LD_PRELOAD=$pre ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0} \
 		python3 "$top/tests/lib/py_provider.py" "$1" "$2" "$w/pytree" | grep -qx ok
 }
+. "$top/tests/lib/fwd_loop.sh"
+fwd_loop_serve
 mkdir -p "$w/pytree/d" && echo py >"$w/pytree/d/f" && chmod 0640 "$w/pytree/d/f" && ln -s d/f "$w/pytree/l"
 mkdir -p "$w/task/sub/deep" "$w/task/empty"
 echo hello >"$w/task/a.txt"
@@ -191,6 +193,8 @@ ok "kubectl: exec and sh through the pod (stdout, exit status 7)"
 roundtrip kubectl:p1 /work/task kubectl
 diff -r --no-dereference "$w/task" "$root/work/task" || die "kubectl: the pod's copy differs"
 ok "kubectl: upload-dir / download-dir round trip (contents, all 256 byte values, modes 751/600/700, symlink), landed in the pod"
+o=$(fwd_loop 7501 kubectl:p1) || die "kubectl: forward: $o"
+ok "kubectl: TCP forwarding through the pod's agent: 8 MiB in by an --in forward and out again by an --out one, the count back after the half-close ($o)"
 py_provider kubectl p1 || die "kubectl: the Python provider"
 ok "kubectl: sbx.providers.SbxProvider('kubectl') on target p1: exec, remote_kind, upload_dir/download_dir, connect from the serialized handle; close leaves the pod"
 
@@ -306,6 +310,8 @@ ok "ssh: exec and sh (stdout, exit status 7; argv words with spaces, \$ and quot
 roundtrip "ssh:$sp" /tmp/work/task ssh
 diff -r --no-dereference "$w/task" "$there/tmp/work/task" || die "ssh: the far copy differs"
 ok "ssh: upload-dir / download-dir round trip (all 256 byte values, lines starting with ~., modes, symlink)"
+o=$(fwd_loop 7502 "ssh:$sp") || die "ssh: forward: $o"
+ok "ssh: TCP forwarding through the agent over ssh: 8 MiB in by an --in forward and out again by an --out one, the count back after the half-close ($o)"
 py_provider ssh "$sp" || die "ssh: the Python provider"
 ok "ssh: sbx.providers.SbxProvider('ssh') on target $sp: exec, remote_kind, upload_dir/download_dir, connect from the serialized handle"
 
