@@ -20,7 +20,6 @@
 #include "fwdtab.h"
 #include "session.h"
 
-#define BULK_ROOM (2u * 1024u * 1024u) /* as the session's stdin: queued DATA in all */
 #define EVENTS 64
 
 enum sock_kind { K_LISTEN, K_CONN };
@@ -219,7 +218,7 @@ static void rearm(struct sbx_session *s, struct fwd *f, struct sbx_fwd_conn *c)
 	if (k->connecting || k->len > 0)
 		ev |= EPOLLOUT;
 	if (!k->connecting && c->state == SBX_FWD_OPEN && !c->sent_end && c->tx.avail > 0) {
-		if (s->eng.out.bulk_bytes < BULK_ROOM)
+		if (s->eng.out.bulk_bytes < SBX_SESSION_BULK_LIMIT)
 			ev |= EPOLLIN;
 		else
 			f->bulk_wait = 1;
@@ -283,7 +282,7 @@ static void conn_read(struct sbx_session *s, struct fwd *f, struct sbx_fwd_conn 
 {
 	struct fsock *k = c->user;
 	for (int round = 0; round < 4 && k->fd >= 0; round++) {
-		if (s->eng.out.bulk_bytes >= BULK_ROOM)
+		if (s->eng.out.bulk_bytes >= SBX_SESSION_BULK_LIMIT)
 			break;
 		size_t room = sbx_fwdtab_take(c, SBX_DATA_CHUNK);
 		if (room == 0)
@@ -784,7 +783,7 @@ static void fwd_step(struct sbx_op *op, int ev)
 	}
 	if (op->stopping)
 		return;
-	if (f->bulk_wait && s->eng.out.bulk_bytes < BULK_ROOM) {
+	if (f->bulk_wait && s->eng.out.bulk_bytes < SBX_SESSION_BULK_LIMIT) {
 		f->bulk_wait = 0;
 		for (size_t i = 0; i < f->tab.n; i++)
 			rearm(s, f, &f->tab.c[i]);

@@ -19,9 +19,6 @@
 
 extern char **environ;
 
-/* Bulk bytes queued for the channel past which jobs stop producing stdin. */
-#define BULK_LIMIT (2u * 1024u * 1024u)
-
 static int64_t ns(double s)
 {
 	return (int64_t)(s * 1e9);
@@ -192,14 +189,14 @@ void sbx_session_drain_stderr(struct sbx_session *s)
 
 static int bulk_room(const struct sbx_session *s)
 {
-	return s->eng.out.bulk_bytes < BULK_LIMIT &&
+	return s->eng.out.bulk_bytes < SBX_SESSION_BULK_LIMIT &&
 	       (!s->splice_tried || !sbx_splice_full(&s->splice, &s->eng.out));
 }
 
 int sbx_session_stdin_buf(struct sbx_session *s, struct sbx_stream *p, const void *b, size_t len,
                           size_t *off)
 {
-	while (s->eng.out.bulk_bytes < BULK_LIMIT) {
+	while (s->eng.out.bulk_bytes < SBX_SESSION_BULK_LIMIT) {
 		size_t left = len - *off;
 		uint64_t n = sbx_credit_tx_take(&p->tx_in,
 		                                left < SBX_DATA_CHUNK ? left : SBX_DATA_CHUNK);

@@ -231,6 +231,9 @@ int sbx_session_stdin_buf(struct sbx_session *s, struct sbx_stream *p, const voi
 
 /* ---- the session ---- */
 
+/* Bulk bytes queued for the channel past which a session stops producing more of them (a job's
+ * stdin, a forwarded connection's reads). */
+#define SBX_SESSION_BULK_LIMIT (2u * 1024u * 1024u)
 #define SBX_SESSION_RBUF_MIN (16 * 1024)
 #define SBX_SESSION_RBUF_MAX (256 * 1024)
 
