@@ -32,16 +32,19 @@ sha=$(sha256sum "$agent" | cut -d' ' -f1)
 fname=.sbx-agent-${sha:0:12}
 export SBX_AGENT_DIR=$top/build/agent
 
-# The Python package over the libsbx.so beside SBX (the sanitizer runtimes preloaded when it
-# is the SAN=1 build, as tests/run.sh does, with ASan's link-order check off: a CI run saw it
-# abort the ssh provider's check, not reproduced here; the order is the test's, not sbx's).
+# The Python package over the libsbx.so beside SBX (tests/lib/py_san.sh when it is SAN=1).
+. "$top/tests/lib/py_san.sh"
+# Regression: the words must come every time (a pipe into grep -q made a SAN build look plain
+# now and then under pipefail); the same number as ldd says, 50 times over.
+want=0
+case $(ldd "$(dirname "$sbx")/libsbx.so") in *libasan*) want=2 ;; esac
+for i in $(seq 50); do
+	[ "$(py_san_env "$(dirname "$sbx")/libsbx.so" | wc -l)" = $want ] || die "py_san_env: not $want words on call $i"
+done
 py_provider() { # RUNNER TARGET
-	local lib pre=
+	local lib
 	lib=$(dirname "$sbx")/libsbx.so
-	if ldd "$lib" | grep -q libasan; then
-		pre="$(cc -print-file-name=libasan.so):$(cc -print-file-name=libubsan.so)"
-	fi
-	env PYTHONPATH="$top/python" SBX_LIB="$lib" ${pre:+LD_PRELOAD=$pre ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0} \
+	env PYTHONPATH="$top/python" SBX_LIB="$lib" $(py_san_env "$lib") \
 		python3 "$top/tests/lib/py_provider.py" "$1" "$2" "$w/pytree" | grep -qx ok
 }
 . "$top/tests/lib/fwd_loop.sh"

@@ -59,19 +59,16 @@ checks() { # name, command...: a script that prints "  ok: ..." per check; each 
 
 # The Python package's tests (pytest) with the first python3 on PATH, over this build's
 # libsbx.so; Debian's pytest is added to the path when that python3 has none (a pyenv or
-# venv python3 of the same minor version loads it). Under SAN=1 the sanitizer runtime is
-# preloaded into the interpreter (leak checks off: the interpreter keeps its memory at exit;
-# the link-order check off: it aborted one CI run's interpreter, an order the test made).
+# venv python3 of the same minor version loads it). Under SAN=1 the sanitizer runtimes are
+# preloaded into the interpreter (tests/lib/py_san.sh).
 py=$(command -v python3)
 py_host=$(cd "$hostdir" && pwd) # pytest runs in tests/python: absolute paths only
 py_env=(env "PYTHONPATH=$top/python" "SBX_LIB=$py_host/libsbx.so" "SBX_CLI=$py_host/sbx")
 if ! "$py" -c 'import pytest, pytest_asyncio' 2>/dev/null; then
 	py_env+=("PYTHONPATH=$top/python:/usr/lib/python3/dist-packages")
 fi
-if [ "${py_host%/san/host}" != "$py_host" ]; then
-	py_env+=("LD_PRELOAD=$(cc -print-file-name=libasan.so):$(cc -print-file-name=libubsan.so)"
-		"ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0")
-fi
+. "$top/tests/lib/py_san.sh"
+mapfile -t -O "${#py_env[@]}" py_env < <(py_san_env "$py_host/libsbx.so")
 pytests() { # name, pytest arguments...: every test counts
 	local out=/tmp/sbx-py.$$ name=$1 p f e
 	shift
