@@ -43,9 +43,6 @@ same() {
 		return 1
 	}
 }
-nostage() {
-	! find "$@" -name '.sbx-stage-*' 2>/dev/null | grep -q . || die "staging folder left in $*"
-}
 
 # ---- hostile archives into the sandbox: refused; the target, the victim and everything
 # around them untouched. SBX_EXPECT_ESCAPE=1 (tests/run.sh's negative control, with
@@ -265,7 +262,9 @@ ok "session: upload_dir, remote_kind, download_path, exec_as_root as JSON lines"
 # to their parent's) as /proc/PID/io counts read()/write() bytes; spliced bytes are not
 # counted. An upload's bytes are read once (by the unpacking child, from its pipe) and written
 # once (into the files): were the relay copying them (connection -> memory -> pipe) both
-# would double. (A download's relay copies on purpose while its staging pipe is full, so its
+# would double. Some of them are copied on purpose: past 2 ms of a full pipe the relay reads on
+# into its ring (below), so a busy machine sees a few MiB more (one run: 2.7 MiB); a quarter of
+# the upload is the bound. (A download's relay copies on purpose while its staging pipe is full, so its
 # counts vary from run to run: docs/transfers.md.)
 mkdir -p "$w/bulk"
 head -c $((48 << 20)) /dev/urandom >"$w/bulk/a"
@@ -280,7 +279,7 @@ cmp "$w/bulk/a" "$sb/bulk/a" && cmp "$w/bulk/b" "$sb/bulk/b" || die "bulk upload
 ioget() { grep -o "$2: [0-9]*" "$1" | cut -d' ' -f2; }
 ur=$(ioget "$w/bulk.up" rchar) uw=$(ioget "$w/bulk.up" wchar)
 [ -n "$ur" ] && [ -n "$uw" ] || { cat "$w/bulk.up"; die "no /proc/PID/io"; }
-slack=$((2 << 20))
+slack=$((bulk / 4))
 [ "$ur" -lt $((bulk + slack)) ] && [ "$uw" -lt $((bulk + slack)) ] ||
 	die "upload of $bulk bytes: the agent read $ur and wrote $uw (a copy through its memory)"
 ok "upload bytes spliced, not copied, by the agent: 64 MiB up, the agent read $((ur >> 20)) MiB and wrote $((uw >> 20)) MiB"
@@ -361,7 +360,7 @@ upload_cut() {
 	local rc=0
 	V "$1 $2" upload-path "$new" "$sb/cut" 2>"$w/err" || rc=$?
 	[ $rc = 3 ] || { cat "$w/err"; die "upload $3 ($1): exit $rc, want 3"; }
-	for i in $(seq 50); do find "$sb" -name '.sbx-stage-*' | grep -q . || break; sleep 0.1; done
+	for i in $(seq 50); do [ -n "$(staged "$sb")" ] || break; sleep 0.1; done
 	nostage "$sb"
 	same "$old" "$sb/cut" >/dev/null 2>&1 || diff <(shape "$new") <(shape "$sb/cut") >/dev/null ||
 		die "upload $3 ($1): a mix of old and new"

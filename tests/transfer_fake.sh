@@ -19,9 +19,6 @@
 . "$(dirname "$0")/lib/suite.sh"
 suite_begin root tmpfs=4g
 sbx=$(realpath "$1")
-nostage() {
-	! find "$@" -name '.sbx-stage-*' 2>/dev/null | grep -q . || die "staging folder left in $*"
-}
 # listing DIR: every entry with type and size, to compare before and after.
 listing() { (cd "$1" && find . -printf '%p %y %s %l\n' | LC_ALL=C sort); }
 mktar() { python3 - "$@"; }
@@ -185,10 +182,11 @@ ok "merge: a folder of the target owned by another user refused before anything 
 rss_limit=$((64 * 1024))
 # An ASan build (make check SAN=1) keeps freed memory in quarantine and shadow pages: its RSS
 # says nothing of the bound, so only the refusals are checked there.
-if ldd "$sbx" 2>/dev/null | grep -q libasan; then
+case $(ldd "$sbx" 2>/dev/null) in *libasan*)
 	rss_limit=$((1 << 20))
 	echo "    (an ASan build: peak RSS not held to 64 MiB)"
-fi
+	;;
+esac
 for mode in gnu_sparse_old pax_sparse_00 pax_sparse_01 pax_sparse_10 pax_nested long_names many_dirs many_links; do
 	rm -rf "$w/p3" && mkdir -p "$w/p3"
 	rc=0

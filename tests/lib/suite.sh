@@ -31,6 +31,15 @@ die() {
 	[ "${SBX_KEEP_GOING:-}" = 1 ] || exit 1
 }
 
+# staged DIR...: the staging folders of transfers under DIR (none: empty). nostage DIR...: dies
+# unless there are none. (Not `find | grep -q .`: under pipefail grep's early exit can SIGPIPE
+# find, and the negated pipeline then says "none" when there are two.)
+staged() { find "$@" -name '.sbx-stage-*' 2>/dev/null || true; }
+nostage() {
+	local s
+	s=$(staged "$@")
+	[ -z "$s" ] || die "staging folder left in $*: $s"
+}
 # rc COMMAND...: prints the command's exit status, without tripping set -e. Its stdout is
 # dropped; its stderr is the caller's to redirect.
 rc() {
