@@ -491,7 +491,7 @@ static int on_open(struct sbx_session *s, const struct sbx_frame *fr)
 				return 0;
 			}
 			int rc = open_out(s, f, fr->stream, &o);
-			s->loop_dirty = 1;
+			sbx_loop_note_dirty(s);
 			return rc;
 		}
 	}
@@ -534,7 +534,7 @@ static int on_data(struct sbx_session *s, const struct sbx_frame *fr)
 		memcpy(k->buf + k->len, fr->payload + 1, n);
 	k->len += n;
 	conn_write(s, f, c);
-	s->loop_dirty = 1;
+	sbx_loop_note_dirty(s);
 	return 0;
 }
 
@@ -554,7 +554,7 @@ static int on_credit(struct sbx_session *s, const struct sbx_frame *fr)
 	if (sbx_fwdtab_on_credit(&f->tab, fr->stream, n, &e) != 0)
 		return sbx_engine_break(&s->eng, SBX_EPROTOCOL, 0, "%s", e.msg);
 	rearm(s, f, c);
-	s->loop_dirty = 1;
+	sbx_loop_note_dirty(s);
 	return 0;
 }
 
@@ -579,7 +579,7 @@ static int on_reset(struct sbx_session *s, const struct sbx_frame *fr)
 	}
 	if (k != NULL)
 		conn_free(s, f, k, 1);
-	s->loop_dirty = 1;
+	sbx_loop_note_dirty(s);
 	if (op->stopping)
 		op->stream_ready = 1; /* it may be the last one it waits for */
 	return 0;

@@ -2,7 +2,9 @@
  * Each round asks the sessions that were stepped or given an operation since the last one what
  * they wait on (sbx_session_fds), brings their epoll entries up to date where that changed,
  * waits until an fd is ready or the earliest deadline, and steps the sessions that have
- * something to do. */
+ * something to do. A round costs what is ready, not how many sessions there are: the sessions
+ * tell their loop when what they wait on changed (sbx_loop_note_dirty) and when an operation
+ * ended (sbx_loop_note_done), and the only scan over all of them is of one array of deadlines. */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -14,20 +16,26 @@
 
 #define REG_FDS 8
 
-struct reg {
+struct sbx_loop_reg {
 	struct sbx_session *s;
+	struct sbx_loop *l;
+	size_t idx; /* in l->regs and l->deadlines */
 	int n;
 	struct pollfd fds[REG_FDS]; /* what is registered (revents unused) */
-	int ready;                  /* an fd of it fired this round */
-	int64_t deadline;           /* its step is due then even if no fd fires */
-	int known;                  /* fds and deadline asked at least once */
+	uint64_t stepped;           /* the round it was last stepped in */
+	int in_dirty, in_done;      /* queued in l->dirty, l->done */
 };
 
 struct sbx_loop {
 	int ep;
-	struct reg **regs; /* stable pointers: epoll's data points at them */
+	struct sbx_loop_reg **regs; /* stable pointers: epoll's data points at them */
+	int64_t *deadlines;         /* regs[i]'s step is due then even if no fd of it fires */
 	size_t n, cap;
-	size_t next; /* where the round-robin of next_done starts */
+	/* Sessions whose fds and deadline are to be asked again, and sessions with ended
+	 * operations (done[dhead .. dhead+dn)); each at most once, so cap bounds both. */
+	struct sbx_loop_reg **dirty, **done;
+	size_t ndirty, dhead, dn;
+	uint64_t round;
 };
 
 static uint32_t to_epoll(short ev)
@@ -51,40 +59,105 @@ struct sbx_loop *sbx_loop_new(struct sbx_err *e)
 	return l;
 }
 
-int sbx_loop_add(struct sbx_loop *l, struct sbx_session *s, struct sbx_err *e)
+/* Room for cap sessions in every array (the queues never grow on their own). */
+static int reserve(struct sbx_loop *l, size_t cap)
 {
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		struct reg **r = realloc(l->regs, cap * sizeof *r);
-		if (r == NULL)
-			return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "loop");
-		l->regs = r;
-		l->cap = cap;
-	}
-	struct reg *r = calloc(1, sizeof *r);
+	struct sbx_loop_reg **r = realloc(l->regs, cap * sizeof *r);
 	if (r == NULL)
-		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "loop");
-	r->s = s;
-	l->regs[l->n++] = r;
+		return -1;
+	l->regs = r;
+	int64_t *d = realloc(l->deadlines, cap * sizeof *d);
+	if (d == NULL)
+		return -1;
+	l->deadlines = d;
+	if ((r = realloc(l->dirty, cap * sizeof *r)) == NULL)
+		return -1;
+	l->dirty = r;
+	if ((r = realloc(l->done, cap * sizeof *r)) == NULL)
+		return -1;
+	l->done = r;
+	l->cap = cap;
 	return 0;
 }
 
-static void unregister(struct sbx_loop *l, struct reg *r)
+void sbx_loop_note_dirty(struct sbx_session *s)
 {
-	for (int i = 0; i < r->n; i++)
-		epoll_ctl(l->ep, EPOLL_CTL_DEL, r->fds[i].fd, NULL);
-	r->n = 0;
+	s->loop_dirty = 1;
+	struct sbx_loop_reg *r = s->loop_reg;
+	if (r != NULL && !r->in_dirty) {
+		r->in_dirty = 1;
+		r->l->dirty[r->l->ndirty++] = r;
+	}
+}
+
+void sbx_loop_note_done(struct sbx_session *s)
+{
+	struct sbx_loop_reg *r = s->loop_reg;
+	if (r == NULL || r->in_done)
+		return;
+	struct sbx_loop *l = r->l;
+	if (l->dhead + l->dn == l->cap) {
+		memmove(l->done, l->done + l->dhead, l->dn * sizeof *l->done);
+		l->dhead = 0;
+	}
+	r->in_done = 1;
+	l->done[l->dhead + l->dn++] = r;
+}
+
+int sbx_loop_add(struct sbx_loop *l, struct sbx_session *s, struct sbx_err *e)
+{
+	if (s->loop_reg != NULL)
+		return sbx_err_set(e, SBX_EUSAGE, EBUSY, "loop: the session is in a loop already");
+	if (l->n == l->cap && reserve(l, l->cap ? l->cap * 2 : 16) != 0)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "loop");
+	struct sbx_loop_reg *r = calloc(1, sizeof *r);
+	if (r == NULL)
+		return sbx_err_set(e, SBX_EUNAVAILABLE, ENOMEM, "loop");
+	r->s = s;
+	r->l = l;
+	r->idx = l->n;
+	l->regs[l->n] = r;
+	l->deadlines[l->n++] = INT64_MAX; /* asked in the next round (dirty) */
+	s->loop_reg = r;
+	sbx_loop_note_dirty(s);
+	if (s->done_head != NULL)
+		sbx_loop_note_done(s);
+	return 0;
+}
+
+static void drop(struct sbx_loop_reg **q, size_t *n, const struct sbx_loop_reg *r)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (q[i] == r) {
+			memmove(q + i, q + i + 1, (*n - i - 1) * sizeof *q);
+			(*n)--;
+			return;
+		}
 }
 
 void sbx_loop_remove(struct sbx_loop *l, struct sbx_session *s)
 {
-	for (size_t i = 0; i < l->n; i++)
-		if (l->regs[i]->s == s) {
-			unregister(l, l->regs[i]);
-			free(l->regs[i]);
-			l->regs[i] = l->regs[--l->n];
-			return;
-		}
+	struct sbx_loop_reg *r = s->loop_reg;
+	if (r == NULL || r->l != l)
+		return;
+	for (int i = 0; i < r->n; i++)
+		epoll_ctl(l->ep, EPOLL_CTL_DEL, r->fds[i].fd, NULL);
+	if (r->in_dirty)
+		drop(l->dirty, &l->ndirty, r);
+	if (r->in_done)
+		drop(l->done + l->dhead, &l->dn, r);
+	size_t i = r->idx;
+	l->regs[i] = l->regs[--l->n];
+	l->deadlines[i] = l->deadlines[l->n];
+	l->regs[i]->idx = i;
+	s->loop_reg = NULL;
+	free(r);
+}
+
+void sbx_loop_leave(struct sbx_session *s)
+{
+	if (s->loop_reg != NULL)
+		sbx_loop_remove(s->loop_reg->l, s);
 }
 
 size_t sbx_loop_sessions(const struct sbx_loop *l)
@@ -96,9 +169,14 @@ void sbx_loop_free(struct sbx_loop *l)
 {
 	if (l == NULL)
 		return;
-	for (size_t i = 0; i < l->n; i++)
+	for (size_t i = 0; i < l->n; i++) {
+		l->regs[i]->s->loop_reg = NULL;
 		free(l->regs[i]);
+	}
 	free(l->regs);
+	free(l->deadlines);
+	free(l->dirty);
+	free(l->done);
 	close(l->ep);
 	free(l);
 }
@@ -113,7 +191,7 @@ static int own_fd(const struct sbx_session *s, int fd)
  * when they change; an operation's fds always are: an operation that ended closed its fds (the
  * kernel dropped their entries), and one started in the same round may have got the same
  * numbers, which only look unchanged. */
-static void update(struct sbx_loop *l, struct reg *r, const struct pollfd *fds, int n)
+static void update(struct sbx_loop *l, struct sbx_loop_reg *r, const struct pollfd *fds, int n)
 {
 	if (n > REG_FDS)
 		n = REG_FDS;
@@ -142,22 +220,29 @@ static void update(struct sbx_loop *l, struct reg *r, const struct pollfd *fds, 
 	r->n = n;
 }
 
+static void step(struct sbx_loop *l, struct sbx_loop_reg *r, int *stepped)
+{
+	if (r->stepped == l->round)
+		return;
+	sbx_session_step(r->s);
+	(*stepped)++;
+}
+
 int sbx_loop_run_once(struct sbx_loop *l, int timeout_ms)
 {
 	int64_t now = sbx_now_ns(), d = timeout_ms < 0 ? INT64_MAX : now + timeout_ms * 1000000LL;
-	for (size_t i = 0; i < l->n; i++) {
-		struct reg *r = l->regs[i];
-		if (r->s->loop_dirty || !r->known) {
-			struct pollfd fds[REG_FDS];
-			r->s->loop_dirty = 0;
-			r->known = 1;
-			int n = sbx_session_fds(r->s, fds, REG_FDS, &r->deadline);
-			update(l, r, fds, n);
-		}
-		if (r->deadline < d)
-			d = r->deadline;
-		r->ready = 0;
+	for (size_t i = 0; i < l->ndirty; i++) {
+		struct sbx_loop_reg *r = l->dirty[i];
+		struct pollfd fds[REG_FDS];
+		r->in_dirty = 0;
+		r->s->loop_dirty = 0;
+		int n = sbx_session_fds(r->s, fds, REG_FDS, &l->deadlines[r->idx]);
+		update(l, r, fds, n);
 	}
+	l->ndirty = 0;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->deadlines[i] < d)
+			d = l->deadlines[i];
 	int64_t left = d == INT64_MAX ? -1 : d - now;
 	int ms = left < 0                 ? (d == INT64_MAX ? -1 : 0)
 	         : left > 3600000000000LL ? 3600000
@@ -166,28 +251,32 @@ int sbx_loop_run_once(struct sbx_loop *l, int timeout_ms)
 	int k = epoll_wait(l->ep, evs, 256, ms);
 	if (k < 0 && errno != EINTR)
 		return -1;
-	for (int i = 0; i < k; i++)
-		((struct reg *)evs[i].data.ptr)->ready = 1;
-	/* Sessions with a ready fd, and those whose deadline came (their fds said when). */
-	now = sbx_now_ns();
+	/* Sessions with a ready fd, and those whose deadline came (their fds said when); each once
+	 * a round. A step marks its session dirty, which only queues it for the next round. */
+	l->round++;
 	int stepped = 0;
-	for (size_t i = 0; i < l->n; i++) {
-		struct reg *r = l->regs[i];
-		if (!r->ready && r->deadline > now)
-			continue;
-		sbx_session_step(r->s);
-		stepped++;
-	}
+	for (int i = 0; i < k; i++)
+		step(l, evs[i].data.ptr, &stepped);
+	now = sbx_now_ns();
+	for (size_t i = 0; i < l->n; i++)
+		if (l->deadlines[i] <= now)
+			step(l, l->regs[i], &stepped);
 	return stepped;
 }
 
 struct sbx_op *sbx_loop_next_done(struct sbx_loop *l)
 {
-	for (size_t k = 0; k < l->n; k++) {
-		size_t i = (l->next + k) % l->n;
-		struct sbx_op *op = sbx_session_next_done(l->regs[i]->s);
+	/* Round robin: a session that has more after this one goes to the back. */
+	while (l->dn > 0) {
+		struct sbx_loop_reg *r = l->done[l->dhead];
+		struct sbx_op *op = sbx_session_next_done(r->s);
+		l->dhead++;
+		if (--l->dn == 0)
+			l->dhead = 0;
+		r->in_done = 0;
 		if (op != NULL) {
-			l->next = i;
+			if (r->s->done_head != NULL)
+				sbx_loop_note_done(r->s);
 			return op;
 		}
 	}

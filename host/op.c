@@ -77,7 +77,7 @@ struct sbx_op *sbx_op_go(struct sbx_op *op, struct sbx_err *e)
 	}
 	op->cls->step(op, SBX_EV_START);
 	sbx_session_kick(s);
-	s->loop_dirty = 1;
+	sbx_loop_note_dirty(s);
 	if (op->done && op->rc != 0) {
 		*e = op->err;
 		destroy(op);
@@ -125,6 +125,7 @@ void sbx_op_finish(struct sbx_op *op, int rc, const struct sbx_err *err)
 	else
 		s->done_head = op;
 	s->done_tail = op;
+	sbx_loop_note_done(s);
 }
 
 void sbx_op_stop(struct sbx_op *op, int err, const char *why)
@@ -136,7 +137,7 @@ void sbx_op_stop(struct sbx_op *op, int err, const char *why)
 	op->cls->step(op, SBX_EV_STOP);
 	if (op->s != NULL) {
 		sbx_session_kick(op->s); /* a CANCEL goes at once */
-		op->s->loop_dirty = 1;
+		sbx_loop_note_dirty(op->s);
 	}
 }
 
@@ -202,7 +203,7 @@ void sbx_op_set_deadline(struct sbx_op *op, double seconds)
 {
 	op->deadline_ns = seconds > 0 ? sbx_now_ns() + (int64_t)(seconds * 1e9) : INT64_MAX;
 	if (op->s != NULL)
-		op->s->loop_dirty = 1;
+		sbx_loop_note_dirty(op->s);
 }
 
 void sbx_op_set_tag(struct sbx_op *op, uintptr_t tag)

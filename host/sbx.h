@@ -302,11 +302,13 @@ uintptr_t sbx_op_tag(const struct sbx_op *op);
 const char *sbx_op_name(const struct sbx_op *op);
 void sbx_op_free(struct sbx_op *op);
 
-/* Many sessions in one thread: a loop over an epoll set of their fds. A session is added
- * once (sbx_loop_remove before closing it); sbx_loop_run_once waits until something is ready
+/* Many sessions in one thread: a loop over an epoll set of their fds. A session is in one loop
+ * at a time (a second sbx_loop_add is SBX_EUSAGE, EBUSY); sbx_loop_remove takes it out, and
+ * closing a session takes it out of its loop. sbx_loop_run_once waits until something is ready
  * on any of them or a deadline came (at most timeout_ms; -1: no limit), steps those that are
- * due, and returns how many it stepped (-1 when the wait failed). Ended operations of all
- * its sessions come out of sbx_loop_next_done, round robin over the sessions. */
+ * due, and returns how many it stepped (-1 when the wait failed); its cost follows what is
+ * ready, not how many sessions there are. Ended operations of all its sessions come out of
+ * sbx_loop_next_done, round robin over the sessions that have one. */
 struct sbx_loop;
 struct sbx_loop *sbx_loop_new(struct sbx_err *e);
 int sbx_loop_add(struct sbx_loop *l, struct sbx_session *s, struct sbx_err *e);

@@ -366,7 +366,7 @@ static void drive_ops(struct sbx_session *s, int64_t now)
 int sbx_session_step(struct sbx_session *s)
 {
 	int64_t now = sbx_now_ns();
-	s->loop_dirty = 1;
+	sbx_loop_note_dirty(s);
 	if (!s->broken) {
 		if (s->from_fd >= 0)
 			read_channel(s, now);
@@ -449,7 +449,7 @@ static struct sbx_session *session_new(double timeout_s)
 	s->life_in = s->life_out = -1;
 	s->splice.r = s->splice.w = -1;
 	s->timeout = timeout_s > 0 ? timeout_s : 30;
-	s->loop_dirty = 1;
+	sbx_loop_note_dirty(s);
 	struct sigaction sa;
 	s->sigpipe_ignored = sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
 	s->rbuf = malloc(SBX_SESSION_RBUF_MIN);
@@ -600,6 +600,7 @@ void sbx_session_close(struct sbx_session *s)
 {
 	if (s == NULL)
 		return;
+	sbx_loop_leave(s); /* still in a loop: out of it first */
 	if (s->trust_op != NULL) {
 		s->trust_op->orphan = 1;
 		s->trust_op = NULL;

@@ -43,6 +43,8 @@ struct sbx_op_class {
 	void (*data)(struct sbx_op *op, int ch, const uint8_t *b, size_t n, int end);
 };
 
+struct sbx_loop_reg; /* host/loop.c */
+
 #define SBX_OP_FDS 4
 
 struct sbx_op {
@@ -262,8 +264,9 @@ struct sbx_session {
 	struct sbx_op *ops;
 	struct sbx_op *done_head, *done_tail; /* the completion queue */
 	/* What it waits on may have changed since an sbx_loop last asked (set by every step and
-	 * every operation started). */
+	 * every operation started, through sbx_loop_note_dirty); the loop it is in, if any. */
 	int loop_dirty;
+	struct sbx_loop_reg *loop_reg;
 	/* Trust (host/trust.c): the sandbox's secret as this host knows it, and whether the
 	 * sandbox's keeper has shown it holds it (or took it, for a SETUP). */
 	uint8_t secret[SBX_SECRET_LEN];
@@ -274,6 +277,14 @@ struct sbx_session {
 	uint8_t trust_nonce[SBX_NONCE_LEN];
 	struct sbx_err trust_err;
 };
+
+/* Tell the session's sbx_loop, if it is in one (host/loop.c): what the session waits on may have
+ * changed (it is asked again before the next wait), and an operation of it ended (it is queued
+ * for sbx_loop_next_done). Never fail: the loop keeps room for every session in both queues. */
+void sbx_loop_note_dirty(struct sbx_session *s);
+void sbx_loop_note_done(struct sbx_session *s);
+/* Out of its loop, if it is in one (sbx_session_close does it). */
+void sbx_loop_leave(struct sbx_session *s);
 
 /* The time (sbx_now_ns clock) one session timeout from now: a blocking call's deadline. */
 int64_t sbx_session_deadline(const struct sbx_session *s);

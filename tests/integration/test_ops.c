@@ -567,6 +567,96 @@ static void many_sessions_one_loop(void **state)
 	sbx_loop_free(l);
 }
 
+/* The loop's bookkeeping: a session is in one loop at a time; ended operations come out round
+ * robin over the sessions that have them; a session removed while its ended operations are
+ * queued leaves nothing of it in the queue; closing a session still in a loop takes it out
+ * (ASan: nothing of it is touched after). */
+static void loop_membership_and_order(void **state)
+{
+	(void)state;
+	struct sbx_err e;
+	struct sbx_loop *l = sbx_loop_new(&e), *l2 = sbx_loop_new(&e);
+	assert_non_null(l);
+	assert_non_null(l2);
+	struct sbx_session *a = fixture_session("local"), *b = fixture_session("local"),
+	                   *c = fixture_session("local");
+	assert_int_equal(sbx_loop_add(l, a, &e), 0);
+	assert_int_equal(sbx_loop_add(l, a, &e), -1);
+	assert_int_equal(e.cls, SBX_EUSAGE);
+	assert_int_equal(e.errnum, EBUSY);
+	assert_int_equal(sbx_loop_add(l2, a, &e), -1);
+	assert_int_equal(e.errnum, EBUSY);
+	assert_int_equal(sbx_loop_add(l, b, &e), 0);
+	assert_int_equal(sbx_loop_add(l, c, &e), 0);
+	assert_int_equal(sbx_loop_sessions(l), 3);
+	/* Three pings on a, three on b, one on c, all ended before any is taken. */
+	struct sbx_session *on[7] = {a, a, a, b, b, b, c};
+	struct sbx_op *ops[7];
+	for (int i = 0; i < 7; i++) {
+		assert_non_null(ops[i] = sbx_ping_async(on[i], &e));
+		sbx_op_set_tag(ops[i], (uintptr_t)i);
+	}
+	double end = fixture_now() + 20;
+	for (;;) {
+		int all = 1;
+		for (int i = 0; i < 7; i++)
+			all &= sbx_op_done(ops[i]);
+		if (all || fixture_now() > end)
+			break;
+		assert_true(sbx_loop_run_once(l, 100) >= 0);
+	}
+	/* Round robin: no session gives two in a row while another has one waiting. */
+	struct sbx_session *prev = NULL;
+	int left[3] = {3, 3, 1}, got = 0;
+	struct sbx_op *op;
+	while ((op = sbx_loop_next_done(l)) != NULL) {
+		uintptr_t t = sbx_op_tag(op);
+		assert_true(t < 7);
+		struct sbx_session *s = on[t];
+		int who = s == a ? 0 : s == b ? 1 : 2;
+		if (s == prev) {
+			int others = 0;
+			for (int k = 0; k < 3; k++)
+				if (k != who)
+					others += left[k];
+			assert_int_equal(others, 0);
+		}
+		left[who]--;
+		prev = s;
+		got++;
+	}
+	assert_int_equal(got, 7);
+	for (int i = 0; i < 7; i++)
+		sbx_op_free(ops[i]);
+	/* b removed with an ended operation queued, then c closed while still in the loop. */
+	struct sbx_op *pb = sbx_ping_async(b, &e), *pa = sbx_ping_async(a, &e);
+	assert_non_null(pb);
+	assert_non_null(pa);
+	end = fixture_now() + 20;
+	while ((!sbx_op_done(pb) || !sbx_op_done(pa)) && fixture_now() < end)
+		assert_true(sbx_loop_run_once(l, 100) >= 0);
+	sbx_loop_remove(l, b);
+	assert_int_equal(sbx_loop_sessions(l), 2);
+	sbx_session_close(c);
+	assert_int_equal(sbx_loop_sessions(l), 1);
+	assert_ptr_equal(sbx_loop_next_done(l), pa);
+	assert_null(sbx_loop_next_done(l));
+	assert_ptr_equal(sbx_session_next_done(b), pb);
+	/* b can join another loop now, its ended operations still its own. */
+	assert_int_equal(sbx_loop_add(l2, b, &e), 0);
+	assert_null(sbx_loop_next_done(l2));
+	sbx_op_free(pa);
+	sbx_op_free(pb);
+	sbx_loop_free(l); /* a outlives its loop */
+	assert_non_null(pa = sbx_ping_async(a, &e));
+	assert_int_equal(sbx_op_wait(pa, &e), 0);
+	sbx_op_free(pa);
+	sbx_session_close(a);
+	sbx_session_close(b);
+	assert_int_equal(sbx_loop_sessions(l2), 0);
+	sbx_loop_free(l2);
+}
+
 /* ---- downloads and upload_archive as operations ---- */
 
 static int sh(const char *fmt, ...)
@@ -934,6 +1024,7 @@ int main(void)
 	        cmocka_unit_test(deadline_and_orphan),
 	        cmocka_unit_test(channel_cut_ends_all),
 	        cmocka_unit_test(many_sessions_one_loop),
+	        cmocka_unit_test(loop_membership_and_order),
 	        cmocka_unit_test(run_and_stop_while_streaming),
 	        cmocka_unit_test(cancelled_upload_leaves_old_tree),
 	        cmocka_unit_test(downloads_beside_probe_and_exec),
