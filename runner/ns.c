@@ -320,6 +320,24 @@ static int read_state(const char *dir, struct state *s)
 	return 0;
 }
 
+/* A claim older than this that its sandbox does not hold is stale (runner/userns.h): a create
+ * holds its claim for seconds before its state folder is in place. */
+#define RECLAIM_AGE_S 600
+
+/* Whether sandbox name of base holds id slot (its state says so), for sbx_userns_reclaim. A
+ * state that cannot be read, but is there, holds it. */
+static int claim_held(const char *base, const char *name, int slot)
+{
+	char dir[PATH_MAX];
+	struct state st;
+	if (strchr(name, '/') != NULL || name[0] == '.' ||
+	    (size_t)snprintf(dir, sizeof dir, "%s/%s", base, name) >= sizeof dir)
+		return 1;
+	if (read_state(dir, &st) != 0)
+		return errno != ENOENT;
+	return st.ids_slot == slot;
+}
+
 /* ---- removing a tree without following links, at any depth ---- */
 
 /* Empties the folder fd refers to (and closes fd). Iterative: it walks down into the first
@@ -1003,7 +1021,11 @@ int sbx_ns_create(const char *image_dir, const char *name, const struct sbx_ns_o
 	/* Its own range of host ids (runner/userns.h): root inside is s.uid outside. */
 	if (!o->privileged) {
 		struct sbx_userns u;
-		if (sbx_userns_claim(base, name, &u, e) != 0)
+		/* Every range taken: the claims nothing holds any more are given back first. */
+		if (sbx_userns_claim(base, name, &u, e) != 0 &&
+		    (e->errnum != ENOSPC ||
+		     sbx_userns_reclaim(base, claim_held, RECLAIM_AGE_S) <= 0 ||
+		     sbx_userns_claim(base, name, &u, e) != 0))
 			goto fail;
 		s.ids_slot = u.slot;
 		s.uid = u.uid;

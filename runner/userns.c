@@ -2,6 +2,7 @@
  * namespace holding that map, and the idmapped view of its image. */
 #include "userns.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -10,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -72,16 +75,23 @@ static int sub_range(const char *path, struct range *r)
  * it gave back since; the lowest free slot, then, while only this process claims. */
 static uint32_t claim_hint;
 
+/* The uid and gid ranges the slots cut, and how many slots. */
+static uint32_t ranges(struct range *ur, struct range *gr)
+{
+	*ur = (struct range){SBX_USERNS_BASE, SBX_USERNS_IDS * SBX_USERNS_SLOTS};
+	*gr = *ur;
+	struct range su, sg;
+	if (sub_range("/etc/subuid", &su) == 0 && sub_range("/etc/subgid", &sg) == 0)
+		*ur = su, *gr = sg;
+	uint32_t slots = (ur->count < gr->count ? ur->count : gr->count) / SBX_USERNS_IDS;
+	return slots > SBX_USERNS_SLOTS ? SBX_USERNS_SLOTS : slots;
+}
+
 int sbx_userns_claim(const char *base, const char *name, struct sbx_userns *u, struct sbx_err *e)
 {
 	u->slot = -1;
-	struct range ur = {SBX_USERNS_BASE, SBX_USERNS_IDS * SBX_USERNS_SLOTS}, gr = ur;
-	struct range su, sg;
-	if (sub_range("/etc/subuid", &su) == 0 && sub_range("/etc/subgid", &sg) == 0)
-		ur = su, gr = sg;
-	uint32_t slots = (ur.count < gr.count ? ur.count : gr.count) / SBX_USERNS_IDS;
-	if (slots > SBX_USERNS_SLOTS)
-		slots = SBX_USERNS_SLOTS;
+	struct range ur, gr;
+	uint32_t slots = ranges(&ur, &gr);
 	char dir[PATH_MAX];
 	if ((size_t)snprintf(dir, sizeof dir, "%s/.ids", base) >= sizeof dir)
 		return sbx_err_set(e, SBX_EUSAGE, ENAMETOOLONG, "%s/.ids", base);
@@ -129,6 +139,102 @@ void sbx_userns_release(const char *base, int slot)
 		                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			;
 	}
+}
+
+/* Marks in used[] the slot of every id of a range that a process's real, effective, saved or
+ * file-system uid (gid) in a /proc status line falls in. */
+static void mark_ids(const char *line, const struct range *r, uint32_t slots, uint8_t *used)
+{
+	const char *p = strchr(line, ':');
+	for (int i = 0; p != NULL && i < 4; i++) {
+		char *end;
+		unsigned long v = strtoul(p + 1, &end, 10);
+		if (end == p + 1)
+			break;
+		if (v >= r->start && v - r->start < (unsigned long)slots * SBX_USERNS_IDS) {
+			uint32_t k = (uint32_t)((v - r->start) / SBX_USERNS_IDS);
+			used[k / 8] |= (uint8_t)(1u << (k % 8));
+		}
+		p = end;
+	}
+}
+
+static void ids_in_use(const struct range *ur, const struct range *gr, uint32_t slots,
+                       uint8_t *used)
+{
+	DIR *d = opendir("/proc");
+	if (d == NULL) {
+		memset(used, 0xff, (SBX_USERNS_SLOTS + 7) / 8); /* unknown: all in use */
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		char path[64], line[256];
+		snprintf(path, sizeof path, "/proc/%.20s/status", de->d_name);
+		FILE *f = fopen(path, "re");
+		if (f == NULL)
+			continue;
+		/* A zombie (a removed sandbox's init not reaped yet) runs nothing: its ids are
+		 * free. State comes before Uid and Gid in the file. */
+		while (fgets(line, sizeof line, f) != NULL)
+			if (strncmp(line, "State:\tZ", 8) == 0)
+				break;
+			else if (strncmp(line, "Uid:", 4) == 0)
+				mark_ids(line, ur, slots, used);
+			else if (strncmp(line, "Gid:", 4) == 0)
+				mark_ids(line, gr, slots, used);
+		fclose(f);
+	}
+	closedir(d);
+}
+
+int sbx_userns_reclaim(const char *base, sbx_userns_held_fn held, int64_t min_age_s)
+{
+	struct range ur, gr;
+	uint32_t slots = ranges(&ur, &gr);
+	char dir[PATH_MAX];
+	if ((size_t)snprintf(dir, sizeof dir, "%s/.ids", base) >= sizeof dir)
+		return -1;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return -1;
+	/* One reclaimer at a time: a stale claim has no owner left to release it, so between
+	 * this pass's checks and its unlink only another reclaimer could change it. */
+	if (flock(dfd, LOCK_EX) != 0) {
+		close(dfd);
+		return -1;
+	}
+	uint8_t used[(SBX_USERNS_SLOTS + 7) / 8] = {0};
+	ids_in_use(&ur, &gr, slots, used);
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	int freed = 0;
+	for (uint32_t k = 0; k < slots; k++) {
+		if (used[k / 8] & (1u << (k % 8)))
+			continue;
+		char slot[16], name[PATH_MAX];
+		snprintf(slot, sizeof slot, "%u", (unsigned)k);
+		struct stat st;
+		if (fstatat(dfd, slot, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(st.st_mode) ||
+		    now.tv_sec - st.st_mtim.tv_sec < min_age_s)
+			continue;
+		ssize_t n = readlinkat(dfd, slot, name, sizeof name - 1);
+		if (n <= 0)
+			continue;
+		name[n] = '\0';
+		if (held(base, name, (int)k))
+			continue;
+		if (unlinkat(dfd, slot, 0) == 0) {
+			freed++;
+			uint32_t h = __atomic_load_n(&claim_hint, __ATOMIC_RELAXED);
+			if (k < h)
+				__atomic_store_n(&claim_hint, k, __ATOMIC_RELAXED);
+		}
+	}
+	close(dfd); /* the lock with it */
+	return freed;
 }
 
 static int write_map(pid_t pid, const char *file, uint32_t start)

@@ -25,6 +25,15 @@ struct sbx_userns {
  * the lowest free one while no other process claims or releases. */
 int sbx_userns_claim(const char *base, const char *name, struct sbx_userns *u, struct sbx_err *e);
 
+/* Whether the sandbox name of base still holds slot (1) or not (0). */
+typedef int (*sbx_userns_held_fn)(const char *base, const char *name, int slot);
+
+/* Gives back the claims nothing holds any more (a create or a remove that died half way, a
+ * state folder deleted by hand): a claim at least min_age_s old (a create in progress is
+ * younger), its sandbox not holding it (held), and no process in /proc with a uid or gid in
+ * its range. One reclaimer at a time (flock on .ids). How many it freed, or -1. */
+int sbx_userns_reclaim(const char *base, sbx_userns_held_fn held, int64_t min_age_s);
+
 /* Gives the claim back (remove, or a create that failed); a slot below 0 is none. */
 void sbx_userns_release(const char *base, int slot);
 

@@ -287,6 +287,20 @@ SBX_NS_DIR=$w/sub unshare --mount --propagation private sh -c 'mount --bind "$1/
 grep -q 'every one of the 2 id ranges is taken' "$w/sub.err" || die "subuid: S3: $(cat "$w/sub.err")"
 [ -z "$(ls "$w/sub")$(ls -A "$w/sub/.ids")" ] || die "subuid: left $(ls -A "$w/sub" "$w/sub/.ids")"
 ok "/etc/subuid and /etc/subgid: root's ranges cut in 65536 ids (S2 maps to 265536 and 365536), a third sandbox refused when they are all taken"
+# A stale claim (a create or rm that died half way): with every range taken, a create gives
+# back the claims older than 10 minutes that no sandbox holds and no process uses; a young one
+# (a create under way) and R1's stay. Shown able to fail: without the reclaim R2 is refused.
+SBX_NS_DIR=$w/sub2 unshare --mount --propagation private sh -c 'mount --bind "$1/etc" /etc &&
+	"$2" sandbox create --image "$3" --name R1 >/dev/null && ln -s gone "$SBX_NS_DIR/.ids/1" &&
+	if "$2" sandbox create --image "$3" --name R2 >/dev/null 2>"$1/sub2.refused"; then exit 7; fi &&
+	touch -h -d "2 hours ago" "$SBX_NS_DIR/.ids/0" "$SBX_NS_DIR/.ids/1" &&
+	"$2" sandbox create --image "$3" --name R2 >/dev/null 2>"$1/sub2.err" &&
+	readlink "$SBX_NS_DIR/.ids/0" "$SBX_NS_DIR/.ids/1" && "$2" sandbox rm R1 R2' sh "$w" "$sbx" "$img" \
+	>"$w/sub2.out" || die "stale claim: exit $?: $(cat "$w/sub2.err") $(ps -eo pid,uid,gid,stat,etime,comm | awk '$2>=200000 || $3>=200000')"
+[ "$(tr '\n' ' ' <"$w/sub2.out")" = "R1 R2 " ] || die "stale claim: the claims: $(cat "$w/sub2.out")"
+grep -q 'every one of the 2 id ranges is taken' "$w/sub2.refused" || die "stale claim: the young one: $(cat "$w/sub2.refused")"
+[ -z "$(ls "$w/sub2")$(ls -A "$w/sub2/.ids")" ] || die "stale claim: left $(ls -A "$w/sub2" "$w/sub2/.ids")"
+ok "a stale id claim (older than 10 minutes, no sandbox, no process) is given back when every range is taken; a young one and a held one are kept"
 
 "$sbx" sandbox rm C T F
 [ -z "$(left)" ] && [ -z "$(ls -A "$SBX_NS_DIR/.ids")" ] || die "left: $(ls -A "$SBX_NS_DIR" "$SBX_NS_DIR/.ids")"
