@@ -44,12 +44,16 @@ status=$(jget verifier.status "$w/r3.json") && [ "$status" != 0 ] || die "missin
 [ -z "$("$sbx" sandbox ls --runner ns)" ] || die "sandboxes left after a failing episode"
 ok "a task without its verifier: no reward, the verifier's failing status in its receipt, sandboxes removed (exit $rc)"
 fi
+# What the rollout leaves is what is there after it and was not before (another's containers,
+# labelled the same, are not this test's).
+sbx_containers() { $eng ps -a --format '{{.Names}}' --filter label=sbx.arch | grep '^sbx-' | sort || true; }
+before=$(sbx_containers)
 "$sbx" --json rollout --runner "$eng" --task "$top/examples/hello" --out "$w/r4" >"$w/r4.json" ||
 	{ cat "$w/r4.json"; die "$eng rollout"; }
 [ "$(jget reward "$w/r4.json")" = 1 ] || die "$eng reward: $(cat "$w/r4.json")"
 [ "$(jget harness.termination_witnessed "$w/r4.json")" = true ] &&
 	[ "$(jget harness.verified "$w/r4.json")" = true ] && sha=$(jget artifacts.sha256 "$w/r4.json") &&
 	[ "$sha" = "$(jget artifacts.replayed_sha256 "$w/r4.json")" ] || die "$eng receipts/replay"
-left=$($eng ps -a --format '{{.Names}}' --filter label=sbx.arch | grep '^sbx-' || true)
+left=$(comm -13 <(echo "$before") <(sbx_containers) | grep . || true)
 [ -z "$left" ] || die "$eng containers left: $left"
 ok "the example task on $eng (runc) containers: reward 1, witnessed, replayed byte for byte, containers removed"
