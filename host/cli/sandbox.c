@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -14,11 +16,40 @@
 
 #include "cli.h"
 
-/* 1 when kind can have sandboxes here: ns always; an engine when its program is on $PATH. */
+/* 0 when Docker's daemon is local and its socket takes no connection (not running): then
+ * there is nothing to list. A remote one ($DOCKER_HOST tcp:// or ssh://, a named context) is
+ * taken as there: docker itself says if it is not. */
+static int docker_daemon_up(void)
+{
+	const char *host = getenv("DOCKER_HOST"), *ctx = getenv("DOCKER_CONTEXT");
+	if (ctx != NULL && ctx[0] != '\0' && strcmp(ctx, "default") != 0)
+		return 1;
+	const char *path = "/var/run/docker.sock";
+	if (host != NULL && host[0] != '\0') {
+		if (strncmp(host, "unix://", 7) != 0)
+			return 1;
+		path = host + 7;
+	}
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	if (strlen(path) >= sizeof a.sun_path)
+		return 1;
+	memcpy(a.sun_path, path, strlen(path) + 1);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return 1;
+	int up = connect(fd, (struct sockaddr *)&a, sizeof a) == 0 || errno == EAGAIN;
+	close(fd);
+	return up;
+}
+
+/* 1 when kind can have sandboxes here: ns always; an engine when its program is on $PATH (and
+ * for Docker, its daemon is up). */
 static int cli_kind_here(const char *kind)
 {
 	if (strcmp(kind, "ns") == 0)
 		return 1;
+	if (strcmp(kind, "docker") == 0 && !docker_daemon_up())
+		return 0;
 	const char *path = getenv("PATH");
 	char p[4096];
 	for (const char *d = path != NULL ? path : ""; *d != '\0';) {
@@ -329,8 +360,9 @@ static int pause_run(struct cli_call *c, struct sbx_err *e)
 /* ---- listing: every kind that lists and is installed here, or one ---- */
 
 /* The sandboxes of a->kind, or of every kind that lists (a kind whose engine is not installed
- * is left out; one that fails is reported on stderr, the exit EX_UNAVAILABLE, and the others
- * still listed). -1 and *e only when a->kind was named and could not be listed. */
+ * or, for Docker, whose daemon is not running, is left out; one that fails is reported on stderr,
+ * the exit EX_UNAVAILABLE, and the others still listed). -1 and *e only when a->kind was named and
+ * could not be listed. */
 static int list_kinds(struct cli_call *c, struct sbx_err *e)
 {
 	struct sb_call *a = (struct sb_call *)c;
@@ -523,8 +555,9 @@ static const struct cli_cmd sb_ls = {
         .synopsis = "[--runner KIND]",
         .summary = "the sandboxes sbx made, of every kind (or KIND)",
         .details = "Every kind that makes sandboxes and is installed here (an engine whose "
-                   "program is on $PATH); one that cannot be listed is named on stderr, the "
-                   "others are listed, and the exit is 3.",
+                   "program is on $PATH; Docker only when its local daemon takes a "
+                   "connection); one that cannot be listed is named on stderr, the others "
+                   "are listed, and the exit is 3.",
 };
 
 static const struct cli_cmd sb_pause = {
