@@ -288,6 +288,8 @@ fi
 # order, until none is left. The files are a copy of /etc bound over it in a private mount
 # namespace only. Shown able to fail: with the files not read, the maps said 100000000.
 cp -a /etc "$w/etc"
+# Their sandboxes live in state folders of their own: removed at exit too, whatever failed.
+on_exit 'SBX_NS_DIR=$w/sub remove_sandboxes; SBX_NS_DIR=$w/sub2 remove_sandboxes'
 echo root:200000:131072 >"$w/etc/subuid"
 echo root:300000:200000 >"$w/etc/subgid"
 SBX_NS_DIR=$w/sub unshare --mount --propagation private sh -c 'mount --bind "$1/etc" /etc &&
