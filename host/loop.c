@@ -82,7 +82,6 @@ static int reserve(struct sbx_loop *l, size_t cap)
 
 void sbx_loop_note_dirty(struct sbx_session *s)
 {
-	s->loop_dirty = 1;
 	struct sbx_loop_reg *r = s->loop_reg;
 	if (r != NULL && !r->in_dirty) {
 		r->in_dirty = 1;
@@ -224,6 +223,7 @@ static void step(struct sbx_loop *l, struct sbx_loop_reg *r, int *stepped)
 {
 	if (r->stepped == l->round)
 		return;
+	r->stepped = l->round;
 	sbx_session_step(r->s);
 	(*stepped)++;
 }
@@ -235,7 +235,6 @@ int sbx_loop_run_once(struct sbx_loop *l, int timeout_ms)
 		struct sbx_loop_reg *r = l->dirty[i];
 		struct pollfd fds[REG_FDS];
 		r->in_dirty = 0;
-		r->s->loop_dirty = 0;
 		int n = sbx_session_fds(r->s, fds, REG_FDS, &l->deadlines[r->idx]);
 		update(l, r, fds, n);
 	}

@@ -263,9 +263,8 @@ struct sbx_session {
 	int resident;        /* over the resident agent's socket (sbx_session_resident) */
 	struct sbx_op *ops;
 	struct sbx_op *done_head, *done_tail; /* the completion queue */
-	/* What it waits on may have changed since an sbx_loop last asked (set by every step and
-	 * every operation started, through sbx_loop_note_dirty); the loop it is in, if any. */
-	int loop_dirty;
+	/* The sbx_loop it is in, if any: told by sbx_loop_note_dirty (every step, every operation
+	 * started) that what it waits on may have changed. */
 	struct sbx_loop_reg *loop_reg;
 	/* Trust (host/trust.c): the sandbox's secret as this host knows it, and whether the
 	 * sandbox's keeper has shown it holds it (or took it, for a SETUP). */

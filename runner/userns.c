@@ -127,18 +127,22 @@ int sbx_userns_claim(const char *base, const char *name, struct sbx_userns *u, s
 	                   "every one of the %u id ranges is taken (%s)", (unsigned)slots, dir);
 }
 
+/* A slot given back: the next claim of this process looks there first if it is below. */
+static void lower_hint(uint32_t slot)
+{
+	uint32_t h = __atomic_load_n(&claim_hint, __ATOMIC_RELAXED);
+	while (slot < h && !__atomic_compare_exchange_n(&claim_hint, &h, slot, 0, __ATOMIC_RELAXED,
+	                                                __ATOMIC_RELAXED))
+		;
+}
+
 void sbx_userns_release(const char *base, int slot)
 {
 	char path[PATH_MAX];
 	if (slot >= 0 &&
 	    (size_t)snprintf(path, sizeof path, "%s/.ids/%d", base, slot) < sizeof path &&
-	    unlink(path) == 0) {
-		uint32_t h = __atomic_load_n(&claim_hint, __ATOMIC_RELAXED);
-		while ((uint32_t)slot < h &&
-		       !__atomic_compare_exchange_n(&claim_hint, &h, (uint32_t)slot, 0,
-		                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-			;
-	}
+	    unlink(path) == 0)
+		lower_hint((uint32_t)slot);
 }
 
 /* Marks in used[] the slot of every id of a range that a process's real, effective, saved or
@@ -228,9 +232,7 @@ int sbx_userns_reclaim(const char *base, sbx_userns_held_fn held, int64_t min_ag
 			continue;
 		if (unlinkat(dfd, slot, 0) == 0) {
 			freed++;
-			uint32_t h = __atomic_load_n(&claim_hint, __ATOMIC_RELAXED);
-			if (k < h)
-				__atomic_store_n(&claim_hint, k, __ATOMIC_RELAXED);
+			lower_hint(k);
 		}
 	}
 	close(dfd); /* the lock with it */
