@@ -172,12 +172,16 @@ stop_sample "$w/h.base"
 # its own: it starts only once the host shows H's cgroup holding its limits.
 [ "$(cg "$h" memlimit)" = $((mem_mib << 20)) ] && [ "$(cg "$h" pidslimit)" = $pids ] &&
 	[ "$(cg "$h" cpuquota)" = 50000 ] || die "H's cgroup does not hold its limits: not starting the load"
-load='hog() { while :; do /h/memhog - - 256; done; }
+# Every part of the load is the OOM killer's first choice (oom_score_adj 1000, which anyone may
+# raise): the harness's own shell is not, so the run still ends by its deadline (a CI run saw
+# the killer take that shell: trigger exit, status 137).
+load='worst() { echo 1000 >/proc/self/oom_score_adj; }
+hog() { while :; do /h/memhog - - 256; done; }
 s=$(dd if=/dev/zero bs=65536 count=1 2>/dev/null | tr "\\0" x)
 fill() { while :; do echo "$s" 2>>/dev/shm/fill.err >>/fill || : >/fill; done; }
-hog & hog & fill &
-sh -c "busybox renice -n 19 \$\$ >/dev/null; while :; do :; done" &
-sh -c "busybox renice -n 19 \$\$ >/dev/null; b() { b | b & }; b; sleep 60" &
+(worst; hog) & (worst; hog) & (worst; fill) &
+sh -c "echo 1000 >/proc/self/oom_score_adj; busybox renice -n 19 \$\$ >/dev/null; while :; do :; done" &
+sh -c "echo 1000 >/proc/self/oom_score_adj; busybox renice -n 19 \$\$ >/dev/null; b() { b | b & }; b; sleep 60" &
 wait'
 before="$(cg "$h" oom) $(cg "$h" pidsmax) $(cg "$h" throttled)"
 in_ns "$h" run --run-dir /dev/shm/run --timeout 10 -- sh -c "$load" >"$w/rec.h" 2>&1 &
