@@ -175,6 +175,10 @@ $(H)/tests/test_keeper: TEST_EXTRA := agent/keeper.c agent/resident.c
 $(H)/tests/test_keeper: agent/keeper.c agent/keeper.h agent/resident.c
 $(H)/tests/test_stdin: TEST_EXTRA := agent/stdin.c
 $(H)/tests/test_stdin: agent/stdin.c agent/stdin.h
+JOB_SRC := agent/job.c agent/stdin.c agent/xfer.c agent/ptyctl.c agent/exec.c agent/probe.c \
+	agent/ptyhold.c agent/killtree.c agent/launch.c agent/runas.c agent/pathexec.c
+$(H)/tests/test_job: TEST_EXTRA := $(JOB_SRC)
+$(H)/tests/test_job: $(JOB_SRC)
 
 define test_recipe
 @mkdir -p $(@D)

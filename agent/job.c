@@ -237,6 +237,8 @@ static enum pump pump_out(struct sbx_jobs *js, struct sbx_job *j, int chan)
 {
 	int fd = chan == SBX_CH_STDOUT ? j->fd_out : j->fd_err;
 	uint8_t ch = (uint8_t)chan;
+	if (fd < 0)
+		return PUMP_BLOCKED; /* closed earlier in this poll round (a CANCEL read before) */
 	uint64_t room = sbx_credit_tx_take(&j->tx[chan], SBX_DATA_CHUNK);
 	if (room == 0)
 		return PUMP_BLOCKED;
@@ -268,13 +270,13 @@ static enum pump pump_out(struct sbx_jobs *js, struct sbx_job *j, int chan)
 		return PUMP_BLOCKED;
 	}
 	ssize_t n = read(fd, buf, room);
-	if (n < 0) {
+	if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
 		sbx_outq_unreserve(js->out);
 		j->tx[chan].avail += room;
-		if (errno == EINTR || errno == EAGAIN)
-			return PUMP_EMPTY;
-		n = 0; /* a read error ends the channel like EOF */
+		return PUMP_EMPTY;
 	}
+	if (n < 0)
+		n = 0; /* a read error ends the channel like EOF */
 	j->tx[chan].avail += room - (uint64_t)n;
 	if (n == 0) {
 		sbx_outq_unreserve(js->out);

@@ -866,12 +866,19 @@ static void upload_archive_of_a_copy(void **state)
 }
 
 /* Drives s until the staging folder in dir holds name (the download is mid-flight). */
-static void until_staged(struct sbx_session *s, const char *dir, const char *name)
+static void until_staged(struct sbx_session *s, struct sbx_op *op, const char *dir,
+                         const char *name)
 {
 	double end = fixture_now() + 20;
 	for (;;) {
 		assert_true(fixture_now() < end);
 		round_of(&s, 1);
+		if (sbx_op_done(op)) {
+			struct sbx_err e;
+			int rc = sbx_op_status(op, &e);
+			fail_msg("the download ended (%d: %s) before its staging folder held %s",
+			         rc, rc == 0 ? "ok" : e.msg, name);
+		}
 		DIR *d = opendir(dir);
 		struct dirent *de;
 		int seen = 0;
@@ -909,7 +916,7 @@ static void cancelled_download_leaves_target(void **state)
 	int fds0 = fd_count();
 	struct sbx_op *d = sbx_download_dir_async(s, src, target, NULL, &e);
 	assert_non_null(d);
-	until_staged(s, target, "new");
+	until_staged(s, d, target, "new");
 	assert_false(sbx_op_done(d));
 	sbx_op_cancel(d);
 	assert_true(sbx_op_done(d));
@@ -925,8 +932,10 @@ static void cancelled_download_leaves_target(void **state)
 	/* The session goes on; an op freed while running is cancelled the same way. */
 	double rtt;
 	assert_int_equal(sbx_ping(s, &rtt, &e), 0);
-	assert_non_null(d = sbx_download_dir_async(s, src, target, NULL, &e));
-	until_staged(s, target, "new");
+	d = sbx_download_dir_async(s, src, target, NULL, &e);
+	if (d == NULL)
+		fail_msg("a second download after the cancelled one: %s", e.msg);
+	until_staged(s, d, target, "new");
 	sbx_op_free(d);
 	assert_int_equal(sbx_ping(s, &rtt, &e), 0);
 	assert_int_equal(count_prefixed(target, ".sbx-stage"), 0);
@@ -952,7 +961,7 @@ static void channel_cut_during_download(void **state)
 	assert_int_equal(sh("head -c 268435456 /dev/urandom > %s/new", src), 0);
 	struct sbx_op *d = sbx_download_path_async(s, src, target, NULL, &e);
 	assert_non_null(d);
-	until_staged(s, tmpdir, "new");
+	until_staged(s, d, tmpdir, "new");
 	assert_int_equal(kill(s->pid, SIGKILL), 0);
 	struct sbx_op *done[1];
 	assert_int_equal(drive(&s, 1, done, 1, 10), 1);
