@@ -238,7 +238,7 @@ static enum pump pump_out(struct sbx_jobs *js, struct sbx_job *j, int chan)
 	int fd = chan == SBX_CH_STDOUT ? j->fd_out : j->fd_err;
 	uint8_t ch = (uint8_t)chan;
 	if (fd < 0)
-		return PUMP_BLOCKED; /* closed earlier in this poll round (a CANCEL read before) */
+		return PUMP_BLOCKED; /* closed: ended, or by a CANCEL read earlier in this round */
 	uint64_t room = sbx_credit_tx_take(&j->tx[chan], SBX_DATA_CHUNK);
 	if (room == 0)
 		return PUMP_BLOCKED;
@@ -298,8 +298,7 @@ void sbx_job_output(struct sbx_jobs *js, struct sbx_job *j, int chan, short reve
 static void drain_and_close(struct sbx_jobs *js, struct sbx_job *j, int chan)
 {
 	for (;;) {
-		if ((chan == SBX_CH_STDOUT ? j->fd_out : j->fd_err) < 0 ||
-		    js->out->bulk_bytes >= SBX_JOB_BULK_LIMIT)
+		if (js->out->bulk_bytes >= SBX_JOB_BULK_LIMIT)
 			return;
 		enum pump r = pump_out(js, j, chan);
 		if (r == PUMP_EMPTY)
