@@ -308,6 +308,9 @@ def reset(a):
     except ConnectionRefusedError:
         print("refused")
         return 0
+    except ConnectionResetError:  # the reset came before connect() returned (a busy host)
+        print("reset")
+        return 0
     try:
         if a.send:
             s.sendall(a.send.encode())
@@ -324,8 +327,11 @@ def maxconn(a):
         s.sendall(b"GET /index.html HTTP/1.0\r\n")  # half a request: the server waits
         held.append(s)
     time.sleep(0.5)  # the forward has accepted them: they count
-    extra = socket.create_connection((a.host, a.port), timeout=a.timeout)
-    third = outcome(extra, a.timeout)
+    try:
+        extra = socket.create_connection((a.host, a.port), timeout=a.timeout)
+        third = outcome(extra, a.timeout)
+    except ConnectionResetError:  # the reset came before connect() returned (a busy host)
+        third = "reset"
     res = []
     for s in held:
         s.sendall(b"\r\n")
